@@ -1,0 +1,163 @@
+"""Assertions that speak in invariant IDs.
+
+A failed check raises `InvariantViolation`, an AssertionError that carries
+the ID of the rule it broke, so pytest, Hypothesis's shrinking and the reports
+all see which rule broke. Errors torch raises are matched by stable
+substrings, never by whole messages or node names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+
+from conformance.invariants import INVARIANTS
+from strategies.tensors import DTYPE_NAMES, to_numpy
+
+
+class InvariantViolation(AssertionError):
+    """A rule of the catalogue does not hold."""
+
+    def __init__(self, invariant: str, message: str) -> None:
+        if invariant not in INVARIANTS:
+            raise KeyError(f"unknown invariant {invariant!r}")
+        self.invariant = invariant
+        super().__init__(f"[{invariant}] {message}")
+
+
+def expect(invariant: str, condition: object, message: str) -> None:
+    if not condition:
+        raise InvariantViolation(invariant, message)
+
+
+# Error classes and the stable substrings torch's messages contain. The most
+# specific class comes first: a view-of-leaf message contains the leaf one.
+ERROR_CLASSES: dict[str, tuple[str, ...]] = {
+    "INPLACE_ON_LEAF_VIEW": ("a view of a leaf Variable that requires grad",),
+    "INPLACE_ON_LEAF": ("a leaf Variable that requires grad",),
+    "NO_GRAD_VIEW_INPLACE": ("created in no_grad mode",),
+    "SAVED_TENSOR_MODIFIED": ("modified by an inplace operation",),
+    "BACKWARD_TWICE": ("backward through the graph a second time",),
+    "DTYPE_CANNOT_REQUIRE_GRAD": ("floating point", "complex dtype"),
+    "NO_GRAD_FN": ("does not require grad and does not have a grad_fn",),
+    "NONSCALAR_BACKWARD": ("grad can be implicitly created only for",),
+    "OVERLAPPING_WRITE": ("more than one element of the written-to tensor",),
+    "NOT_BROADCASTABLE": ("must match the size", "doesn't match the broadcast shape"),
+    "SHAPE_MISMATCH": ("cannot be multiplied",),
+    "VIEW_INCOMPATIBLE": ("view size is not compatible",),
+    "NONLEAF_REQUIRES_GRAD": ("only change requires_grad flags of leaf variables",),
+    "DETACH_VIEW_INPLACE": ("Can't detach views in-place",),
+    "INFERENCE_VERSION": ("Inference tensors do not track version counter",),
+    "INFERENCE_SAVED": ("Inference tensors cannot be saved for backward",),
+}
+
+
+def error_class(error: BaseException) -> str | None:
+    """The class of a torch error, or None for an error of no known class."""
+    if not isinstance(error, RuntimeError):
+        return None
+    text = str(error)
+    for name, substrings in ERROR_CLASSES.items():
+        if any(s in text for s in substrings):
+            return name
+    return None
+
+
+def expect_raises(
+    invariant: str, expected_class: str, action: Callable[[], object], what: str
+) -> RuntimeError:
+    """`action` must raise a RuntimeError of `expected_class`."""
+    try:
+        action()
+    except RuntimeError as error:
+        got = error_class(error)
+        expect(
+            invariant,
+            got == expected_class,
+            f"{what} raised an error of class {got}, expected {expected_class}: {error}",
+        )
+        return error
+    raise InvariantViolation(invariant, f"{what} did not raise ({expected_class} expected)")
+
+
+def expect_no_raise(invariant: str, action: Callable[[], object], what: str) -> object:
+    """`action` must not raise; if it does, the invariant is violated."""
+    try:
+        return action()
+    except RuntimeError as error:
+        raise InvariantViolation(invariant, f"{what} raised: {error}") from error
+
+
+@contextmanager
+def attributed_to(invariant: str, what: str) -> Iterator[None]:
+    """Any RuntimeError inside is reported as a violation of `invariant`."""
+    try:
+        yield
+    except RuntimeError as error:
+        raise InvariantViolation(invariant, f"{what} raised: {error}") from error
+
+
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float16": (1e-3, 1e-3),
+    "bfloat16": (8e-3, 8e-3),
+    "float32": (1e-5, 1e-6),
+    "float64": (1e-10, 1e-12),
+    "complex64": (1e-5, 1e-6),
+    "complex128": (1e-10, 1e-12),
+}
+
+
+def close(actual: np.ndarray, expected: np.ndarray, dtype: str) -> bool:
+    if actual.shape != np.shape(expected):
+        return False
+    if dtype not in TOLERANCES:
+        return bool(np.array_equal(actual, expected))
+    rtol, atol = TOLERANCES[dtype]
+    return bool(np.allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True))
+
+
+def expect_values(invariant: str, tensor: torch.Tensor, expected: np.ndarray, what: str) -> None:
+    """`tensor` holds `expected` (within its dtype's tolerance)."""
+    actual = to_numpy(tensor)
+    dtype = DTYPE_NAMES[tensor.dtype]
+    expect(
+        invariant,
+        close(actual, np.asarray(expected), dtype),
+        f"{what}: holds {actual.tolist()!r}, expected {np.asarray(expected).tolist()!r}",
+    )
+
+
+def storage_id(tensor: torch.Tensor) -> int:
+    """Identity of a tensor's storage (its StorageImpl), meaningful for empty tensors too."""
+    return tensor.untyped_storage()._cdata
+
+
+def shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return storage_id(a) == storage_id(b)
+
+
+def version(tensor: torch.Tensor) -> int:
+    return tensor._version
+
+
+def writable_elements(tensor: torch.Tensor) -> bool:
+    """A write to this tensor touches memory: it has elements."""
+    return tensor.numel() > 0
+
+
+def dense_non_overlapping(tensor: torch.Tensor) -> bool:
+    """Whether the tensor's elements tile a contiguous block of memory exactly once,
+    in some order of its dimensions."""
+    dims = sorted(
+        (d for d in range(tensor.dim()) if tensor.size(d) != 1),
+        key=lambda d: tensor.stride(d),
+    )
+    expected = 1
+    for d in dims:
+        if tensor.stride(d) != expected:
+            return False
+        expected *= tensor.size(d)
+    return True

@@ -1,0 +1,445 @@
+"""The invariant catalogue: every rule the suite checks, as data.
+
+Each entry has a stable ID (tests, reports and failures speak in these), a
+one-line statement, PyTorch's own sentence with the file of pytorch/pytorch it
+comes from, and the torch releases it applies to (a PEP 440 specifier).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+
+@dataclass(frozen=True)
+class Invariant:
+    id: str
+    statement: str
+    quote: str
+    source: str
+    versions: str = ">=2.0"
+
+    @property
+    def family(self) -> str:
+        return self.id.split(".")[0]
+
+    def applies_to(self, torch_version: str) -> bool:
+        release = Version(torch_version).release  # "2.13.0+cpu" and "2.14.0a0" alike
+        return Version(".".join(map(str, release))) in SpecifierSet(self.versions)
+
+
+_CLONE_DOC = "torch/_torch_docs.py (torch.clone)"
+_CLONE_DIFF = (
+    "This function is differentiable, so gradients will flow back from the result of this "
+    "operation to input. To create a tensor without an autograd relationship to input see "
+    "detach()."
+)
+_COPY_DOC = "torch/_tensor_docs.py (Tensor.copy_)"
+_COPY_SENTENCE = (
+    "Copies the elements from src into self tensor and returns self. The src tensor must be "
+    "broadcastable with the self tensor. It may be of a different data type or reside on a "
+    "different device."
+)
+_COPY_TESTS = "test/test_autograd.py (test_copy_, test_copy_r_to_c)"
+_DETACH_DOC = "torch/_tensor.py (Tensor.detach)"
+_DETACH_SHARES = (
+    "Returned Tensor shares the same storage with the original one. In-place modifications on "
+    "either of them will be seen, and may trigger errors in correctness checks."
+)
+_VERSION_NOTE = "c10/core/TensorImpl.h (NOTE [ Version Counter Sharing ])"
+_DATA_NOTE = "0.4.0 release notes, quoted in pytorch/pytorch#6990"
+_DATA_SENTENCE = (
+    "Any changes on x.data wouldn't be tracked by autograd, and the computed gradients would be "
+    "incorrect if x is needed in a backward pass."
+)
+_BACKWARD_DOC = "torch/_tensor.py (Tensor.backward)"
+_ACCUMULATES = (
+    "This function accumulates gradients in the leaves - you might need to zero .grad "
+    "attributes or set them to None before calling it."
+)
+_GRAD_DOC = "torch/_tensor_docs.py (Tensor.grad)"
+_GRAD_SENTENCE = (
+    "This attribute is None by default and becomes a Tensor the first time a call to "
+    "backward() computes gradients for self. The attribute will then contain the gradients "
+    "computed and future calls to backward() will accumulate (add) gradients into it."
+)
+_AUTOGRAD_NOTES = "docs/source/notes/autograd.md (In-place correctness checks)"
+_VERSION_SENTENCE = (
+    "Every tensor keeps a version counter, that is incremented every time it is marked dirty in "
+    "any operation. When a Function saves any tensors for backward, a version counter of their "
+    "containing Tensor is saved as well. Once you access self.saved_tensors it is checked, and "
+    "if it is greater than the saved value an error is raised."
+)
+_VIEW_DOC = "docs/source/tensor_view.rst"
+_VIEW_SENTENCE = (
+    "View tensor shares the same underlying data with its base tensor. Supporting View avoids "
+    "explicit data copy [...] if you edit the data in the view, it will be reflected in the "
+    "base tensor as well."
+)
+_CHECK_INPLACE = "torch/csrc/autograd/VariableTypeUtils.h (check_inplace)"
+_NO_GRAD_DOC = "torch/autograd/grad_mode.py (no_grad)"
+_DTYPES_DOC = "torch/autograd/__init__.py"
+_INFERENCE_DOC = "torch/autograd/grad_mode.py (inference_mode)"
+
+CATALOGUE: tuple[Invariant, ...] = (
+    # clone
+    Invariant(
+        "clone.new_storage",
+        "clone() returns a tensor on new memory: it shares no storage with its source.",
+        "Returns a copy of input.",
+        _CLONE_DOC,
+    ),
+    Invariant(
+        "clone.same_values",
+        "A clone has its source's shape, dtype, device and values.",
+        "Returns a copy of input.",
+        _CLONE_DOC,
+    ),
+    Invariant(
+        "clone.write_isolated",
+        "Writes to a clone never change its source, and writes to the source never change it.",
+        "Returns a copy of input.",
+        _CLONE_DOC,
+    ),
+    Invariant(
+        "clone.own_version",
+        "A clone has its own version counter: in-place writes to the source do not bump it.",
+        "Returns a copy of input.",
+        _CLONE_DOC,
+    ),
+    Invariant(
+        "clone.preserves_strides",
+        "Cloning a dense, non-overlapping tensor keeps its strides.",
+        "If the input tensor is dense (i.e., non-overlapping strided), its memory format "
+        "(including strides) is retained.",
+        _CLONE_DOC,
+    ),
+    Invariant(
+        "clone.result_in_graph",
+        "A clone of a tensor that requires grad requires grad and has a grad_fn; "
+        "a clone of one that does not is a leaf without one.",
+        _CLONE_DIFF,
+        _CLONE_DOC,
+    ),
+    Invariant(
+        "clone.grad_flows_to_source",
+        "Gradient through a clone reaches its source unchanged and adds to other paths' gradients.",
+        _CLONE_DIFF,
+        _CLONE_DOC,
+    ),
+    # copy_
+    Invariant(
+        "copy.values_copied",
+        "dst.copy_(src) fills dst with src's values, broadcast to dst's shape and cast to its "
+        "dtype, and returns dst itself.",
+        _COPY_SENTENCE,
+        _COPY_DOC,
+    ),
+    Invariant(
+        "copy.keeps_storage",
+        "copy_ writes into dst's own memory: dst keeps its storage, shares none with src, and "
+        "src is left unchanged.",
+        _COPY_SENTENCE,
+        _COPY_DOC,
+    ),
+    Invariant(
+        "copy.result_in_graph",
+        "After copy_ from a src that requires grad, dst requires grad and has a grad_fn.",
+        "gradient reaches src [...]; copy_ into a leaf that requires grad raises "
+        "(established by PyTorch's own tests)",
+        _COPY_TESTS,
+    ),
+    Invariant(
+        "copy.grad_flows_to_src",
+        "Gradient through copy_ reaches src, summed to src's shape and cast to src's dtype.",
+        "gradient reaches src (reduced to src's shape and cast to src's dtype)",
+        _COPY_TESTS,
+    ),
+    Invariant(
+        "copy.overwritten_gets_no_grad",
+        "The values copy_ overwrites receive zero gradient.",
+        "zero gradient to the old contents of self",
+        _COPY_TESTS,
+    ),
+    Invariant(
+        "copy.into_grad_leaf_raises",
+        "copy_ into a leaf that requires grad raises (outside no_grad).",
+        "a leaf Variable that requires grad is being used in an in-place operation.",
+        _CHECK_INPLACE,
+    ),
+    # detach
+    Invariant(
+        "detach.shares_storage",
+        "detach() returns a tensor on the same storage as its source.",
+        _DETACH_SHARES,
+        _DETACH_DOC,
+    ),
+    Invariant(
+        "detach.shares_version",
+        "detach() shares its source's version counter: an in-place write through either bumps "
+        "both.",
+        "x.detach() shares the version counter of x",
+        _VERSION_NOTE,
+    ),
+    Invariant(
+        "detach.never_requires_grad",
+        "A detached tensor never requires grad: it is a leaf with no grad_fn and no _base.",
+        "Returns a new Tensor, detached from the current graph. The result will never require "
+        "gradient.",
+        _DETACH_DOC,
+    ),
+    Invariant(
+        "detach.blocks_gradient",
+        "No gradient flows through a detached tensor back to its source.",
+        "Returns a new Tensor, detached from the current graph.",
+        _DETACH_DOC,
+    ),
+    Invariant(
+        "detach.write_visible",
+        "An in-place write through a detached tensor is seen by its source, and the other way "
+        "round.",
+        _DETACH_SHARES,
+        _DETACH_DOC,
+    ),
+    Invariant(
+        "detach.write_then_backward_raises",
+        "After an in-place write through a detached tensor, a backward that needs the source's "
+        "saved value raises 'modified by an inplace operation'.",
+        _DETACH_SHARES,
+        _DETACH_DOC,
+    ),
+    Invariant(
+        "detach.inplace_makes_leaf",
+        "detach_() turns a non-view tensor into a leaf that does not require grad; on a view "
+        "it raises.",
+        "Detaches the Tensor from the graph that created it, making it a leaf. Views cannot be "
+        "detached in-place.",
+        "torch/_tensor.py (Tensor.detach_)",
+    ),
+    # .data
+    Invariant(
+        "data.shares_storage",
+        ".data returns a tensor on the same storage as its source.",
+        "A safer alternative is to use x.detach(), which also returns a Tensor that shares data "
+        "with requires_grad=False",
+        _DATA_NOTE,
+    ),
+    Invariant(
+        "data.own_version",
+        ".data has its own version counter: writes through it do not bump the source's.",
+        "x.data does not share the version counter of x.",
+        _VERSION_NOTE,
+    ),
+    Invariant(
+        "data.never_requires_grad",
+        ".data never requires grad: it is a leaf with no grad_fn.",
+        "which also returns a Tensor that shares data with requires_grad=False",
+        _DATA_NOTE,
+    ),
+    Invariant(
+        "data.write_is_silent",
+        "An in-place write through .data never makes a later backward raise, even when backward "
+        "needs the overwritten value.",
+        _DATA_SENTENCE,
+        _DATA_NOTE,
+    ),
+    Invariant(
+        "data.write_changes_gradient",
+        "After a write through .data, backward computes gradients from the new values.",
+        _DATA_SENTENCE,
+        _DATA_NOTE,
+    ),
+    # gradients
+    Invariant(
+        "grad.accumulates_across_backward",
+        "Each backward call adds its gradient to a leaf's existing .grad.",
+        _GRAD_SENTENCE,
+        _GRAD_DOC,
+    ),
+    Invariant(
+        "grad.accumulates_across_paths",
+        "A leaf used along several paths receives the sum of their gradients.",
+        _ACCUMULATES,
+        _BACKWARD_DOC,
+    ),
+    Invariant(
+        "grad.matches_leaf",
+        "A leaf's .grad has the leaf's shape, dtype and device.",
+        _GRAD_SENTENCE,
+        _GRAD_DOC,
+    ),
+    Invariant(
+        "grad.leaves_only",
+        "backward populates .grad of leaves only; a non-leaf's .grad stays None.",
+        "Only leaf Tensors will have their grad populated during a call to backward(). To get "
+        "grad populated for non-leaf Tensors, you can use retain_grad().",
+        "torch/_tensor_docs.py (Tensor.is_leaf)",
+    ),
+    Invariant(
+        "grad.retain_grad",
+        "retain_grad() makes backward populate a non-leaf's .grad; on a leaf it changes nothing.",
+        "Enables this Tensor to have their grad populated during backward(). This is a no-op "
+        "for leaf tensors.",
+        "torch/_tensor_docs.py (Tensor.retain_grad)",
+    ),
+    Invariant(
+        "grad.backward_twice_raises",
+        "A second backward through a graph whose saved tensors were freed raises, unless the "
+        "first used retain_graph=True.",
+        "If False, the graph used to compute the grads will be freed; If True, it will be "
+        "retained.",
+        _BACKWARD_DOC,
+    ),
+    Invariant(
+        "grad.nonscalar_needs_gradient",
+        "backward() on a tensor of more than one element needs a gradient argument.",
+        "If the tensor is non-scalar (i.e. its data has more than one element) and requires "
+        "gradient, the function additionally requires specifying a gradient.",
+        _BACKWARD_DOC,
+    ),
+    Invariant(
+        "grad.requires_graph",
+        "backward() on a tensor that does not require grad raises.",
+        "element 0 of tensors does not require grad and does not have a grad_fn",
+        "torch/csrc/autograd/autograd.cpp (run_backward)",
+    ),
+    # version counters
+    Invariant(
+        "version.bumps_on_inplace",
+        "Every in-place op increases the version counter of the tensor it writes.",
+        _VERSION_SENTENCE,
+        _AUTOGRAD_NOTES,
+    ),
+    Invariant(
+        "version.unchanged_out_of_place",
+        "Out-of-place ops and reads leave their inputs' version counters unchanged.",
+        _VERSION_SENTENCE,
+        _AUTOGRAD_NOTES,
+    ),
+    Invariant(
+        "version.saved_modified_raises",
+        "Backward raises 'modified by an inplace operation' when a tensor it saved was written "
+        "in place after being saved.",
+        _VERSION_SENTENCE,
+        _AUTOGRAD_NOTES,
+    ),
+    Invariant(
+        "version.unsaved_modified_ok",
+        "Writing in place to a tensor that backward did not save (or saved a copy of) does not "
+        "make backward raise.",
+        _VERSION_SENTENCE,
+        _AUTOGRAD_NOTES,
+    ),
+    Invariant(
+        "version.no_grad_bumps",
+        "In-place ops under no_grad still increase the version counter.",
+        "Every tensor keeps a version counter, that is incremented every time it is marked "
+        "dirty in any operation.",
+        _AUTOGRAD_NOTES,
+    ),
+    # views
+    Invariant(
+        "view.shares_storage_and_version",
+        "A view shares its base's storage and version counter.",
+        "A view shares the version counter of the base Variable",
+        _VERSION_NOTE,
+    ),
+    Invariant(
+        "view.write_visible",
+        "A write through a view is seen in its base, and a write to the base in the view.",
+        _VIEW_SENTENCE,
+        _VIEW_DOC,
+    ),
+    Invariant(
+        "view.base_is_root",
+        "A view's _base is the root tensor it was taken from, never an intermediate view.",
+        "// Set `view_func` using the root base as input.",
+        "torch/csrc/autograd/variable.cpp (ViewInfo::chain)",
+    ),
+    Invariant(
+        "view.inplace_updates_base_grad",
+        "An in-place op on a view rewrites its base's history, so gradients through the base "
+        "and its other views account for it.",
+        "if an in-place op is done on view, in rebase_history() of view, which is called after "
+        "every in-place op in VariableType.cpp, the grad_fn of base is updated.",
+        "torch/csrc/autograd/variable.h (NOTE [ Autograd View Variables ])",
+    ),
+    Invariant(
+        "view.overlapping_write_raises",
+        "An in-place write to a tensor whose elements share memory (from expand) raises.",
+        "unsupported operation: more than one element of the written-to tensor refers to a "
+        "single memory location. Please clone() the tensor before performing the operation.",
+        "aten/src/ATen/MemoryOverlap.cpp (assert_no_internal_overlap)",
+    ),
+    # leaves and grad mode
+    Invariant(
+        "leaf.inplace_raises",
+        "An in-place op on a leaf that requires grad raises, outside no_grad.",
+        "a leaf Variable that requires grad is being used in an in-place operation.",
+        _CHECK_INPLACE,
+    ),
+    Invariant(
+        "leaf.view_inplace_raises",
+        "An in-place op on a view of a leaf that requires grad raises, outside no_grad.",
+        "a view of a leaf Variable that requires grad is being used in an in-place operation.",
+        _CHECK_INPLACE,
+    ),
+    Invariant(
+        "nograd.inplace_on_leaf_allowed",
+        "Under no_grad, an in-place op on a leaf that requires grad is allowed and writes it.",
+        "when performing the training update you'd like to update parameters in-place without "
+        "the update being recorded by autograd.",
+        "docs/source/notes/autograd.md (Locally disabling gradient computation)",
+    ),
+    Invariant(
+        "nograd.results_dont_require_grad",
+        "Under no_grad, results of computations do not require grad, even from inputs that do.",
+        "In this mode, the result of every computation will have requires_grad=False, even "
+        "when the inputs have requires_grad=True.",
+        _NO_GRAD_DOC,
+    ),
+    Invariant(
+        "nograd.view_inplace_raises",
+        "A view made under no_grad of a tensor that requires grad cannot be modified in place "
+        "once grad mode is back on.",
+        "A view was created in no_grad mode and is being modified inplace with grad mode "
+        "enabled. Given that this use case is ambiguous and error-prone, it is forbidden.",
+        "torch/csrc/autograd/variable.cpp (handle_view_on_rebase)",
+    ),
+    # dtypes
+    Invariant(
+        "dtype.only_float_complex_require_grad",
+        "Floating and complex tensors can require grad; integer and bool tensors cannot.",
+        "we only support autograd for floating point Tensor types (half, float, double and "
+        "bfloat16) and complex Tensor types (cfloat, cdouble).",
+        _DTYPES_DOC,
+    ),
+    # inference mode
+    Invariant(
+        "inference.no_version_counter",
+        "Tensors made under inference_mode have no version counter: reading _version raises.",
+        "Compared to no_grad, it removes additional overhead by disabling view tracking and "
+        "version counter bumps.",
+        _INFERENCE_DOC,
+    ),
+    Invariant(
+        "inference.not_saved_for_backward",
+        "A tensor made under inference_mode cannot be saved for backward by a recorded op.",
+        "It is also more restrictive, in that tensors created in this mode cannot be used in "
+        "computations recorded by autograd.",
+        _INFERENCE_DOC,
+    ),
+)
+
+INVARIANTS: dict[str, Invariant] = {inv.id: inv for inv in CATALOGUE}
+
+assert len(INVARIANTS) == len(CATALOGUE), "duplicate invariant IDs"
+
+
+def get(invariant_id: str) -> Invariant:
+    try:
+        return INVARIANTS[invariant_id]
+    except KeyError:
+        raise KeyError(f"unknown invariant {invariant_id!r}") from None

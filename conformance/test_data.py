@@ -1,0 +1,103 @@
+""".data: the same memory with a version counter of its own, invisible to autograd."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.check import attributed_to, expect, expect_no_raise, expect_values, shares_storage
+from conformance.harness import Example
+from conformance.saving import draw_scenario
+from conformance.writes import writes_for
+from strategies.dtypes import elements
+from strategies.layouts import WRITABLE_LAYOUTS
+from strategies.tensors import to_numpy
+
+
+@pytest.mark.invariant("data.shares_storage")
+@given(data=st.data())
+def test_data_shares_storage(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("source")
+    d = x.tensor.data
+    expect("data.shares_storage", shares_storage(d, x.tensor), ".data has its own storage")
+    got = (d.data_ptr(), d.shape, d.stride() if d.numel() else None)
+    want = (x.tensor.data_ptr(), x.tensor.shape, x.tensor.stride() if d.numel() else None)
+    expect(
+        "data.shares_storage",
+        got == want,
+        f".data is at (data_ptr, shape, strides) {got}, its source at {want}",
+    )
+    expect_values("data.shares_storage", d, x.values, ".data")
+
+
+@pytest.mark.invariant("data.own_version")
+@given(data=st.data())
+def test_data_has_own_version_counter(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
+    d = x.tensor.data
+    writes = writes_for(x.dtype)
+    target = ex.draw(st.sampled_from(["data", "source"]), "written")
+    write = ex.draw(st.sampled_from(writes), "write")
+    before = (x.tensor._version, d._version)
+    with torch.no_grad():
+        write.apply(d if target == "data" else x.tensor, ex.draw(elements(x.dtype), "value"))
+    after = (x.tensor._version, d._version)
+    written, other = (1, 0) if target == "data" else (0, 1)
+    expect(
+        "data.own_version",
+        after[written] > before[written] and after[other] == before[other],
+        f"{write} through {'.data' if target == 'data' else 'the source'} moved (source, .data) "
+        f"versions {before} -> {after}",
+    )
+
+
+@pytest.mark.invariant("data.never_requires_grad")
+@given(data=st.data())
+def test_data_never_requires_grad(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("source")
+    d = x.tensor.data
+    got = (d.requires_grad, d.grad_fn, d.is_leaf)
+    expect(
+        "data.never_requires_grad",
+        got == (False, None, True),
+        f".data of a {x.role} tensor: requires_grad={got[0]}, grad_fn={got[1]}, is_leaf={got[2]}",
+    )
+
+
+@pytest.mark.invariant("data.write_is_silent")
+@given(data=st.data())
+def test_write_through_data_never_makes_backward_raise(device, data):
+    ex = Example(data, device)
+    scenario = draw_scenario(ex)
+    write = ex.draw(st.sampled_from(writes_for(scenario.x.dtype)), "write")
+    write.apply(scenario.saved.data, ex.draw(elements(scenario.x.dtype), "value"))
+    expect_no_raise(
+        "data.write_is_silent",
+        scenario.backward,
+        f"backward of {scenario.op} after {scenario.op.saved}.data.{write}",
+    )
+
+
+@pytest.mark.invariant("data.write_changes_gradient")
+@given(data=st.data())
+def test_write_through_data_changes_gradient(device, data):
+    ex = Example(data, device)
+    scenario = draw_scenario(ex)
+    write = ex.draw(st.sampled_from(writes_for(scenario.x.dtype)), "write")
+    value = ex.draw(elements(scenario.x.dtype), "value")
+    new_values = write.expected(to_numpy(scenario.saved), value)
+    write.apply(scenario.saved.data, value)
+    with attributed_to("data.write_changes_gradient", f"backward after .data.{write}"):
+        scenario.backward()
+    grad = scenario.op.grad(to_numpy(scenario.gradient), new_values)
+    expect_values(
+        "data.write_changes_gradient",
+        scenario.x.root.grad,
+        scenario.x.grad_for_root(grad),
+        f"gradient of {scenario.op} after {scenario.op.saved}.data.{write}",
+    )

@@ -1,0 +1,181 @@
+"""detach() and detach_(): same memory and version counter, out of the graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.check import (
+    expect,
+    expect_no_raise,
+    expect_raises,
+    expect_values,
+    shares_storage,
+)
+from conformance.harness import Example
+from conformance.saving import draw_scenario
+from conformance.spellings import DETACHES
+from conformance.writes import writes_for
+from strategies.dtypes import elements
+from strategies.layouts import WRITABLE_LAYOUTS
+from strategies.tensors import GRAD_ROLES, to_numpy
+
+
+@pytest.mark.invariant("detach.shares_storage")
+@given(data=st.data())
+def test_detach_shares_storage(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("source")
+    detach = ex.draw(st.sampled_from(DETACHES), "spelling")
+    d = detach(x.tensor)
+    expect("detach.shares_storage", shares_storage(d, x.tensor), f"{detach} has its own storage")
+    got = (d.data_ptr(), d.shape, d.stride() if d.numel() else None)
+    want = (x.tensor.data_ptr(), x.tensor.shape, x.tensor.stride() if d.numel() else None)
+    expect(
+        "detach.shares_storage",
+        got == want,
+        f"{detach} is at (data_ptr, shape, strides) {got}, its source at {want}",
+    )
+    expect_values("detach.shares_storage", d, x.values, f"{detach}")
+
+
+@pytest.mark.invariant("detach.shares_version")
+@given(data=st.data())
+def test_detach_shares_version_counter(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
+    d = ex.draw(st.sampled_from(DETACHES), "spelling")(x.tensor)
+    writes = writes_for(x.dtype)
+    for target in ex.draw(st.permutations(["detached", "source"]), "write order"):
+        write = ex.draw(st.sampled_from(writes), f"write through {target}")
+        before = (x.tensor._version, d._version)
+        with torch.no_grad():  # the source may be a leaf that requires grad
+            write.apply(
+                d if target == "detached" else x.tensor, ex.draw(elements(x.dtype), "value")
+            )
+        after = (x.tensor._version, d._version)
+        expect(
+            "detach.shares_version",
+            after[0] == after[1] and after[0] > before[0],
+            f"{write} through the {target} tensor moved (source, detached) versions "
+            f"{before} -> {after}",
+        )
+
+
+@pytest.mark.invariant("detach.never_requires_grad")
+@given(data=st.data())
+def test_detach_never_requires_grad(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("source")
+    detach = ex.draw(st.sampled_from(DETACHES), "spelling")
+    grad_mode = ex.draw(st.booleans(), "grad mode")
+    with torch.set_grad_enabled(grad_mode):
+        d = detach(x.tensor)
+    got = (d.requires_grad, d.grad_fn, d.is_leaf, d._base)
+    expect(
+        "detach.never_requires_grad",
+        got == (False, None, True, None),
+        f"{detach} of a {x.role} tensor: requires_grad={got[0]}, grad_fn={got[1]}, "
+        f"is_leaf={got[2]}, _base {'set' if got[3] is not None else 'None'}",
+    )
+
+
+@pytest.mark.invariant("detach.blocks_gradient")
+@given(data=st.data())
+def test_no_gradient_flows_through_detach(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("source", roles=GRAD_ROLES)
+    detach = ex.draw(st.sampled_from(DETACHES), "spelling")
+    scale = ex.draw(st.integers(1, 4), "scale on the detached path")
+    direct = ex.draw(st.none() | st.integers(0, 3), "scale on a direct path")
+    grad = ex.gradient(x)
+    g = torch.tensor(grad, dtype=x.tensor.dtype, device=device)
+    out = detach(x.tensor) * scale
+    if direct is None:
+        expect_raises(
+            "detach.blocks_gradient",
+            "NO_GRAD_FN",
+            lambda: out.backward(g),
+            f"backward from {detach} * {scale} alone",
+        )
+        expect("detach.blocks_gradient", x.root.grad is None, f"the source got {x.root.grad}")
+        return
+    out = out + x.tensor * direct
+    expect_no_raise("detach.blocks_gradient", lambda: out.backward(g), "backward")
+    expect_values(
+        "detach.blocks_gradient",
+        x.root.grad,
+        x.grad_for_root(grad * direct),
+        f"the source's gradient from {detach} * {scale} + x * {direct}",
+    )
+
+
+@pytest.mark.invariant("detach.write_visible")
+@given(data=st.data())
+def test_writes_through_detach_are_seen_both_ways(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
+    detach = ex.draw(st.sampled_from(DETACHES), "spelling")
+    d = detach(x.tensor)
+    writes = writes_for(x.dtype)
+    values = x.values
+    for target in ex.draw(st.permutations(["detached", "source"]), "write order"):
+        write = ex.draw(st.sampled_from(writes), f"write through {target}")
+        value = ex.draw(elements(x.dtype), "value")
+        with torch.no_grad():
+            write.apply(d if target == "detached" else x.tensor, value)
+        values = write.expected(values, value)
+        seen_by = x.tensor if target == "detached" else d
+        other = "source" if target == "detached" else "detached tensor"
+        expect_values(
+            "detach.write_visible", seen_by, values, f"the {other} after {target}.{write}"
+        )
+
+
+@pytest.mark.invariant("detach.write_then_backward_raises")
+@given(data=st.data())
+def test_write_through_detach_then_backward_raises(device, data):
+    ex = Example(data, device)
+    scenario = draw_scenario(ex)
+    detach = ex.draw(st.sampled_from(DETACHES), "spelling")
+    write = ex.draw(st.sampled_from(writes_for(scenario.x.dtype)), "write")
+    write.apply(detach(scenario.saved), ex.draw(elements(scenario.x.dtype), "value"))
+    expect_raises(
+        "detach.write_then_backward_raises",
+        "SAVED_TENSOR_MODIFIED",
+        scenario.backward,
+        f"backward of {scenario.op} after {detach} of {scenario.op.saved} then .{write}",
+    )
+
+
+@pytest.mark.invariant("detach.inplace_makes_leaf")
+@given(data=st.data())
+def test_detach_inplace(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("source")
+    t = x.tensor
+    if t._is_view():
+        expect_raises(
+            "detach.inplace_makes_leaf",
+            "DETACH_VIEW_INPLACE",
+            t.detach_,
+            f"detach_() on a view ({x.layout})",
+        )
+        return
+    storage, values = t.untyped_storage()._cdata, to_numpy(t)
+    result = expect_no_raise("detach.inplace_makes_leaf", t.detach_, f"detach_() on a {x.role}")
+    got = (result is t, t.requires_grad, t.grad_fn, t.is_leaf)
+    expect(
+        "detach.inplace_makes_leaf",
+        got == (True, False, None, True),
+        f"after detach_(): returns self={got[0]}, requires_grad={got[1]}, grad_fn={got[2]}, "
+        f"is_leaf={got[3]}",
+    )
+    expect(
+        "detach.inplace_makes_leaf",
+        t.untyped_storage()._cdata == storage and np.array_equal(to_numpy(t), values),
+        "detach_() changed the tensor's memory or values",
+    )

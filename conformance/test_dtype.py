@@ -1,0 +1,66 @@
+"""Only floating and complex tensors can require grad."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.check import expect, expect_no_raise, expect_raises
+from conformance.harness import Example
+from conformance.spellings import Spelling
+from strategies.dtypes import DTYPES
+from strategies.tensors import TORCH_DTYPES
+
+
+def _set_attribute(t: torch.Tensor) -> torch.Tensor:
+    t.requires_grad = True
+    return t
+
+
+REQUIRE_GRAD = (
+    Spelling("x.requires_grad_()", lambda t: t.requires_grad_()),
+    Spelling("x.requires_grad_(True)", lambda t: t.requires_grad_(True)),
+    Spelling("x.requires_grad = True", _set_attribute),
+    Spelling(
+        "torch.tensor(values, dtype=x.dtype, requires_grad=True)",
+        lambda t: torch.tensor(t.tolist(), dtype=t.dtype, device=t.device, requires_grad=True),
+    ),
+    Spelling(
+        "torch.zeros(x.shape, dtype=x.dtype, requires_grad=True)",
+        lambda t: torch.zeros(t.shape, dtype=t.dtype, device=t.device, requires_grad=True),
+    ),
+    Spelling(
+        "torch.empty_like(x, requires_grad=True)", lambda t: torch.empty_like(t, requires_grad=True)
+    ),
+)
+
+
+@pytest.mark.invariant("dtype.only_float_complex_require_grad")
+@given(data=st.data())
+def test_only_floating_and_complex_can_require_grad(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("x", roles=("plain",), layout_kinds=("contiguous",))
+    spelling = ex.draw(st.sampled_from(REQUIRE_GRAD), "spelling")
+    if DTYPES[x.dtype].can_require_grad:
+        t = expect_no_raise(
+            "dtype.only_float_complex_require_grad", lambda: spelling(x.tensor), f"{spelling}"
+        )
+        expect(
+            "dtype.only_float_complex_require_grad",
+            t.requires_grad and t.dtype == TORCH_DTYPES[x.dtype],
+            f"{spelling} on {x.dtype} gave requires_grad={t.requires_grad}, dtype {t.dtype}",
+        )
+        return
+    expect_raises(
+        "dtype.only_float_complex_require_grad",
+        "DTYPE_CANNOT_REQUIRE_GRAD",
+        lambda: spelling(x.tensor),
+        f"{spelling} on a {x.dtype} tensor",
+    )
+    expect(
+        "dtype.only_float_complex_require_grad",
+        not x.tensor.requires_grad,
+        f"a {x.dtype} tensor requires grad after the refused {spelling}",
+    )

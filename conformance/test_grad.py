@@ -1,0 +1,197 @@
+""".grad: accumulation across calls and paths, leaves only, retain_grad, and
+the errors backward raises."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from conformance.check import (
+    attributed_to,
+    expect,
+    expect_no_raise,
+    expect_raises,
+    expect_values,
+)
+from conformance.harness import Example
+from conformance.saving import draw_scenario
+from strategies.tensors import GRAD_ROLES, to_numpy
+
+
+def _as_tensor(values: np.ndarray, like: torch.Tensor) -> torch.Tensor:
+    return torch.tensor(values, dtype=like.dtype, device=like.device)
+
+
+@pytest.mark.invariant("grad.accumulates_across_backward")
+@given(data=st.data())
+def test_grad_accumulates_across_backward_calls(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("x", roles=GRAD_ROLES)
+    total = np.zeros(tuple(x.root.shape), dtype=np.complex128)
+    calls = ex.draw(st.integers(2, 4), "backward calls")
+    for call in range(1, calls + 1):
+        scale = ex.draw(st.integers(-3, 3), f"scale {call}")
+        grad = ex.gradient(x, f"gradient {call}")
+        with attributed_to("grad.accumulates_across_backward", f"backward call {call}"):
+            # retain_graph: x itself may come out of a graph that saved something
+            (x.tensor * scale).backward(_as_tensor(grad, x.tensor), retain_graph=True)
+        total = total + x.grad_for_root(grad * scale)
+        expect_values(
+            "grad.accumulates_across_backward",
+            x.root.grad,
+            total if np.iscomplexobj(grad) else total.real,
+            f".grad after backward call {call}",
+        )
+
+
+_PATHS = (
+    ("x * {0}", lambda x, s: x * s, lambda s: s),
+    ("(x + 0) * {0}", lambda x, s: (x + 0) * s, lambda s: s),
+    ("x.neg() * {0}", lambda x, s: x.neg() * s, lambda s: -s),
+    ("x.clone() * {0}", lambda x, s: x.clone() * s, lambda s: s),
+    ("x.view_as(x) * {0}", lambda x, s: x.view_as(x) * s, lambda s: s),
+)
+
+
+@pytest.mark.invariant("grad.accumulates_across_paths")
+@given(data=st.data())
+def test_grad_sums_over_paths(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("x", roles=GRAD_ROLES)
+    paths = ex.draw(st.lists(st.sampled_from(_PATHS), min_size=2, max_size=4), "paths")
+    scales = [ex.draw(st.integers(-3, 3), f"scale of path {i + 1}") for i in range(len(paths))]
+    out = sum(f(x.tensor, s) for (_, f, _), s in zip(paths, scales, strict=True))
+    grad = ex.gradient(x)
+    with attributed_to("grad.accumulates_across_paths", "backward"):
+        out.backward(_as_tensor(grad, x.tensor))
+    factor = sum(d(s) for (_, _, d), s in zip(paths, scales, strict=True))
+    names = " + ".join(n.format(s) for (n, _, _), s in zip(paths, scales, strict=True))
+    expect_values(
+        "grad.accumulates_across_paths",
+        x.root.grad,
+        x.grad_for_root(grad * factor),
+        f"the leaf's gradient of {names}",
+    )
+
+
+@pytest.mark.invariant("grad.matches_leaf")
+@given(data=st.data())
+def test_grad_has_leaf_shape_dtype_device(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("x", roles=GRAD_ROLES)
+    (x.tensor * 2).backward(_as_tensor(ex.gradient(x), x.tensor))
+    g, leaf = x.root.grad, x.root
+    expect("grad.matches_leaf", g is not None, "backward left the leaf's .grad None")
+    got, want = (g.shape, g.dtype, g.device), (leaf.shape, leaf.dtype, leaf.device)
+    expect("grad.matches_leaf", got == want, f".grad is {got}, the leaf is {want}")
+
+
+@pytest.mark.invariant("grad.leaves_only")
+@given(data=st.data())
+def test_backward_fills_grad_of_leaves_only(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("x", roles=("view", "nonleaf"))
+    y = x.tensor * 2
+    y.backward(_as_tensor(ex.gradient(x), x.tensor))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # reading a non-leaf's .grad warns
+        got = (x.tensor.grad, y.grad)
+    expect(
+        "grad.leaves_only",
+        got == (None, None),
+        f"non-leaf .grad after backward: x.grad={got[0]}, y.grad={got[1]}",
+    )
+    expect("grad.leaves_only", x.root.grad is not None, "the leaf's .grad stayed None")
+
+
+@pytest.mark.invariant("grad.retain_grad")
+@given(data=st.data())
+def test_retain_grad(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("x", roles=GRAD_ROLES)
+    scale = ex.draw(st.integers(-3, 3), "scale")
+    x.tensor.retain_grad()
+    grad = ex.gradient(x)
+    (x.tensor * scale).backward(_as_tensor(grad, x.tensor))
+    if x.tensor.is_leaf:
+        expect(
+            "grad.retain_grad",
+            not x.tensor.retains_grad,
+            "retain_grad() on a leaf set retains_grad",
+        )
+        expect_values("grad.retain_grad", x.tensor.grad, grad * scale, "the leaf's .grad")
+        return
+    expect("grad.retain_grad", x.tensor.retains_grad, "retain_grad() did not set retains_grad")
+    expect("grad.retain_grad", x.tensor.grad is not None, "the non-leaf's .grad stayed None")
+    expect_values("grad.retain_grad", x.tensor.grad, grad * scale, "the retained .grad")
+
+
+@pytest.mark.invariant("grad.backward_twice_raises")
+@given(data=st.data())
+def test_second_backward_needs_retain_graph(device, data):
+    ex = Example(data, device)
+    scenario = draw_scenario(ex)
+    retain = ex.draw(st.booleans(), "retain_graph on the first call")
+    with attributed_to("grad.backward_twice_raises", "the first backward"):
+        scenario.y.backward(scenario.gradient, retain_graph=retain)
+    first = scenario.x.root.grad.clone()
+    if retain:
+        expect_no_raise(
+            "grad.backward_twice_raises",
+            lambda: scenario.y.backward(scenario.gradient),
+            f"a second backward of {scenario.op} after retain_graph=True",
+        )
+        expect_values(
+            "grad.backward_twice_raises",
+            scenario.x.root.grad,
+            2 * to_numpy(first),
+            "the leaf's .grad after two backward calls",
+        )
+    else:
+        expect_raises(
+            "grad.backward_twice_raises",
+            "BACKWARD_TWICE",
+            lambda: scenario.y.backward(scenario.gradient),
+            f"a second backward of {scenario.op} without retain_graph",
+        )
+
+
+@pytest.mark.invariant("grad.nonscalar_needs_gradient")
+@given(data=st.data())
+def test_implicit_gradient_only_for_real_scalars(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("x", roles=GRAD_ROLES)
+    y = x.tensor * 2
+    if y.numel() != 1 or y.is_complex():
+        expect_raises(
+            "grad.nonscalar_needs_gradient",
+            "NONSCALAR_BACKWARD",
+            y.backward,
+            f"backward() without a gradient on {y.dtype}{list(y.shape)}",
+        )
+        return
+    expect_no_raise("grad.nonscalar_needs_gradient", y.backward, "backward() of a one-element y")
+    expected = x.grad_for_root(np.full(x.shape, 2.0))
+    expect_values("grad.nonscalar_needs_gradient", x.root.grad, expected, "implicit gradient")
+
+
+@pytest.mark.invariant("grad.requires_graph")
+@given(data=st.data())
+def test_backward_without_graph_raises(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("x", roles=("plain",))
+    assume(x.tensor.numel() > 0)
+    grad_mode = ex.draw(st.booleans(), "grad mode when computing")
+    with torch.set_grad_enabled(grad_mode):
+        y = x.tensor.sum()
+    expect_raises(
+        "grad.requires_graph",
+        "NO_GRAD_FN",
+        y.backward if not y.is_complex() else lambda: y.backward(torch.ones_like(y)),
+        f"backward of sum() of a {x.dtype} tensor that does not require grad",
+    )

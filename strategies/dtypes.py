@@ -1,0 +1,109 @@
+"""Dtypes by name, with the kind each belongs to and values that cannot overflow.
+
+Names are torch's (`"float32"`, `"bfloat16"`); this module does not import
+torch, so the oracle's tests can use it. Values are drawn so that they are
+exact in every dtype of their kind (small dyadic rationals for floats, small
+integers for integers): a value means the same thing in float16 and float64,
+and sums and products of a few of them neither overflow nor lose bits that
+matter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+
+@dataclass(frozen=True)
+class DtypeInfo:
+    name: str
+    kind: str  # "float", "complex", "int" or "bool"
+    bits: int
+
+    @property
+    def can_require_grad(self) -> bool:
+        return self.kind in ("float", "complex")
+
+    @property
+    def compute_dtype(self) -> np.dtype:
+        """The NumPy dtype that holds this dtype's values without loss."""
+        return np.dtype(_COMPUTE[self.kind])
+
+
+_COMPUTE = {"float": "float64", "complex": "complex128", "int": "int64", "bool": "bool"}
+
+DTYPES: dict[str, DtypeInfo] = {
+    info.name: info
+    for info in (
+        DtypeInfo("float16", "float", 16),
+        DtypeInfo("bfloat16", "float", 16),
+        DtypeInfo("float32", "float", 32),
+        DtypeInfo("float64", "float", 64),
+        DtypeInfo("complex64", "complex", 64),
+        DtypeInfo("complex128", "complex", 128),
+        DtypeInfo("uint8", "int", 8),
+        DtypeInfo("int8", "int", 8),
+        DtypeInfo("int16", "int", 16),
+        DtypeInfo("int32", "int", 32),
+        DtypeInfo("int64", "int", 64),
+        DtypeInfo("bool", "bool", 8),
+    )
+}
+
+GRAD_DTYPES = tuple(name for name, info in DTYPES.items() if info.can_require_grad)
+NO_GRAD_DTYPES = tuple(name for name, info in DTYPES.items() if not info.can_require_grad)
+
+# Shorthands accepted wherever a list of dtypes is given.
+DTYPE_GROUPS: dict[str, tuple[str, ...]] = {
+    "all": tuple(DTYPES),
+    "floating": tuple(n for n, i in DTYPES.items() if i.kind == "float"),
+    "complex": tuple(n for n, i in DTYPES.items() if i.kind == "complex"),
+    "integral": tuple(n for n, i in DTYPES.items() if i.kind == "int"),
+    "grad": GRAD_DTYPES,
+}
+
+
+def parse_dtypes(spec: str) -> tuple[str, ...]:
+    """`"float32,integral"` -> the dtype names, in catalogue order.
+
+    Raises ValueError naming the first unknown entry.
+    """
+    wanted: set[str] = set()
+    for raw in spec.split(","):
+        name = raw.strip().lower().removeprefix("torch.")
+        if not name:
+            continue
+        if name in DTYPE_GROUPS:
+            wanted.update(DTYPE_GROUPS[name])
+        elif name in DTYPES:
+            wanted.add(name)
+        else:
+            known = ", ".join([*DTYPES, *DTYPE_GROUPS])
+            raise ValueError(f"unknown dtype {raw.strip()!r} (known: {known})")
+    if not wanted:
+        raise ValueError("no dtype selected")
+    return tuple(name for name in DTYPES if name in wanted)
+
+
+def _dyadic() -> st.SearchStrategy[float]:
+    # k * 2**e with |k| < 16: four significant bits, exact in bfloat16 and up.
+    return st.builds(lambda k, e: float(k) * 2.0**e, st.integers(-15, 15), st.integers(-6, 3))
+
+
+def elements(dtype: str) -> st.SearchStrategy:
+    """Scalar values for `dtype`, as Python numbers of its compute kind."""
+    info = DTYPES[dtype]
+    if info.kind == "float":
+        return _dyadic()
+    if info.kind == "complex":
+        return st.builds(complex, _dyadic(), _dyadic())
+    if info.kind == "bool":
+        return st.booleans()
+    return st.integers(0, 15) if dtype == "uint8" else st.integers(-8, 8)
+
+
+def nonzero_elements(dtype: str) -> st.SearchStrategy:
+    """Like `elements`, never zero: for divisors and values that must differ."""
+    return elements(dtype).filter(lambda v: v != 0)
