@@ -107,3 +107,34 @@ def elements(dtype: str) -> st.SearchStrategy:
 def nonzero_elements(dtype: str) -> st.SearchStrategy:
     """Like `elements`, never zero: for divisors and values that must differ."""
     return elements(dtype).filter(lambda v: v != 0)
+
+
+def _round_bfloat16(values: np.ndarray) -> np.ndarray:
+    """Round float64 values to the nearest bfloat16 (ties to even), as float64."""
+    bits = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    out = rounded.astype(np.uint32).view(np.float32).astype(np.float64)
+    return np.where(np.isnan(values), values, out)
+
+
+def round_to(values: np.ndarray, dtype: str) -> np.ndarray:
+    """What `values` (in the compute dtype) become when stored as `dtype`."""
+    values = np.asarray(values)
+    if dtype == "bfloat16":
+        return _round_bfloat16(values.real if np.iscomplexobj(values) else values)
+    if dtype in ("float16", "float32", "complex64"):
+        narrow = {"float16": np.float16, "float32": np.float32, "complex64": np.complex64}[dtype]
+        with np.errstate(over="ignore"):
+            return values.astype(narrow).astype(DTYPES[dtype].compute_dtype)
+    return values.astype(DTYPES[dtype].compute_dtype)
+
+
+def small_elements(dtype: str) -> st.SearchStrategy:
+    """Values of magnitude below 8, for formulas that blow up on large inputs."""
+    info = DTYPES[dtype]
+    small = st.builds(lambda k, e: float(k) * 2.0**e, st.integers(-15, 15), st.integers(-4, -1))
+    if info.kind == "float":
+        return small
+    if info.kind == "complex":
+        return st.builds(complex, small, small)
+    return elements(dtype)

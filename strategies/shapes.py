@@ -18,10 +18,23 @@ def shapes(
     min_side: int = 0,
     max_side: int = MAX_SIDE,
 ) -> st.SearchStrategy[tuple[int, ...]]:
-    """Array shapes, 0-d and empty ones included unless the bounds exclude them."""
-    return hnp.array_shapes(
+    """Array shapes, 0-d and empty ones included unless the bounds exclude them.
+
+    Half the draws come from shapes of rank >= 2 with sides >= 2, so that
+    layouts which need several real dimensions (transposes, diagonals) are
+    drawn often, not once in a while.
+    """
+    anything = hnp.array_shapes(
         min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side
-    ).filter(lambda s: math.prod(s) <= MAX_NUMEL)
+    )
+    wide = hnp.array_shapes(
+        min_dims=max(min_dims, 2),
+        max_dims=max(max_dims, 2),
+        min_side=max(min_side, 2),
+        max_side=max(max_side, 2),
+    )
+    chosen = st.one_of(anything, wide) if max_dims >= 2 else anything
+    return chosen.filter(lambda s: math.prod(s) <= MAX_NUMEL)
 
 
 def nonempty_shapes(min_dims: int = 0, max_dims: int = MAX_RANK) -> st.SearchStrategy:

@@ -10,6 +10,7 @@ by `from_numpy` aliasing.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -167,7 +168,7 @@ def tensor_cases(
     layout_kinds: tuple[str, ...] = LAYOUTS,
     shape: tuple[int, ...] | None = None,
     shapes: st.SearchStrategy[tuple[int, ...]] | None = None,
-    values: st.SearchStrategy | None = None,
+    values: Callable[[str], st.SearchStrategy] | None = None,
 ) -> TensorCase:
     """A tensor of one of `dtypes` on `device`, in one of `roles` and layouts.
 
@@ -186,7 +187,7 @@ def tensor_cases(
     layout = draw(layouts(shape, layout_kinds))
     root_values = draw(
         hnp.arrays(
-            DTYPES[dtype].compute_dtype, layout.root_shape, elements=values or elements(dtype)
+            DTYPES[dtype].compute_dtype, layout.root_shape, elements=(values or elements)(dtype)
         )
     )
     return build_case(root_values, dtype, device, role, layout)

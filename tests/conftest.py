@@ -1,0 +1,57 @@
+"""Helpers for the project's own tests: running the suite the way a user
+does, in a fresh interpreter, optionally against a planted violation."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = ROOT / "tests" / "site"
+
+
+@dataclass
+class SuiteRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def violated(self) -> set[str]:
+        return {
+            line.split()[1] for line in self.stdout.splitlines() if line.startswith("VIOLATED ")
+        }
+
+
+def run_suite(
+    *args: str, plant: str | None = None, timeout: float = 600, env: dict | None = None
+) -> SuiteRun:
+    """`python -m conformance ARGS` from the project root, in a new process."""
+    environment = dict(os.environ)
+    environment.pop("CONFORMANCE_PLANT", None)
+    environment.pop("HYPOTHESIS_PROFILE", None)
+    if plant is not None:
+        environment["CONFORMANCE_PLANT"] = plant
+        environment["PYTHONPATH"] = os.pathsep.join(
+            [str(SITE), environment.get("PYTHONPATH", "")]
+        ).rstrip(os.pathsep)
+    environment.update(env or {})
+    result = subprocess.run(
+        [sys.executable, "-m", "conformance", *args],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return SuiteRun(result.returncode, result.stdout, result.stderr)
+
+
+@pytest.fixture
+def suite():
+    return run_suite

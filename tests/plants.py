@@ -1,0 +1,1118 @@
+"""Planted violations: monkeypatches that make torch break one rule.
+
+Each plant names the invariant it breaks. `install(name)` patches the torch
+of the running process; `tests/site/sitecustomize.py` installs the plant named
+in CONFORMANCE_PLANT at interpreter start, so a whole suite run (xdist workers
+included) and a standalone repro script see the same broken torch.
+
+Some plants break a rule for every input; the ones with an `@` in their name
+break it only for some inputs (one dtype, one layout, rank >= 3, only views,
+0-d), the kind of bug a suite that only tried float32 contiguous vectors
+would miss.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Plant:
+    name: str
+    breaks: str  # the invariant ID the suite must report violated
+    what: str
+    install: Callable[[], None]
+
+
+PLANTS: dict[str, Plant] = {}
+
+
+def plant(name: str, breaks: str, what: str):
+    def register(install: Callable[[], None]) -> Callable[[], None]:
+        PLANTS[name] = Plant(name, breaks, what, install)
+        return install
+
+    return register
+
+
+def install(name: str) -> None:
+    PLANTS[name].install()
+
+
+# --- helpers -----------------------------------------------------------------
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def _replace(name: str, make: Callable[[Callable], Callable]) -> None:
+    """torch.Tensor.<name> = make(original)."""
+    torch = _torch()
+    original = getattr(torch.Tensor, name)
+    patched = make(original)
+    functools.update_wrapper(patched, original, updated=())
+    setattr(torch.Tensor, name, patched)
+
+
+def _replace_property(name: str, getter=None, setter=None) -> None:
+    torch = _torch()
+    descriptor = getattr(torch._C.TensorBase, name)
+    get = getter(descriptor.__get__) if getter else descriptor.__get__
+    put = setter(descriptor.__set__) if setter else descriptor.__set__
+    setattr(torch.Tensor, name, property(lambda self: get(self), lambda self, v: put(self, v)))
+
+
+def _set_version(tensor, value: int) -> None:
+    torch = _torch()
+    try:
+        torch._C._autograd._unsafe_set_version_counter((tensor,), (value,))
+    except TypeError:  # before 2.7 it took one tensor and one int
+        torch._C._autograd._unsafe_set_version_counter(tensor, value)
+
+
+def _is_float(t) -> bool:
+    return t.is_floating_point() or t.is_complex()
+
+
+def _overlapping(t) -> bool:
+    return t.numel() > 0 and any(s == 0 and n > 1 for n, s in zip(t.shape, t.stride(), strict=True))
+
+
+_INPLACE = ("add_", "sub_", "mul_", "fill_", "zero_", "neg_", "copy_", "clamp_", "abs_")
+
+
+class _Registry:
+    """Tensors remembered by identity (tensors compare elementwise, so no
+    WeakKeyDictionary), forgotten when they die."""
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[weakref.ref, object]] = {}
+
+    def put(self, key, value) -> None:
+        k = id(key)
+        self._items[k] = (weakref.ref(key, lambda _: self._items.pop(k, None)), value)
+
+    def get(self, key):
+        entry = self._items.get(id(key))
+        if entry is None or entry[0]() is not key:
+            return None
+        return entry[1]
+
+    def items(self):
+        for ref, value in list(self._items.values()):
+            key = ref()
+            if key is not None:
+                yield key, value
+
+
+# --- clone -------------------------------------------------------------------
+
+
+@plant("clone_aliases", "clone.new_storage", "clone() returns a view of its source")
+def _():
+    _replace("clone", lambda orig: lambda self, *a, **k: self.view_as(self))
+
+
+@plant("clone_aliases@bfloat16", "clone.new_storage", "clone() of a bfloat16 tensor is a view")
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def clone(self, *a, **k):
+            return self.view_as(self) if self.dtype == torch.bfloat16 else orig(self, *a, **k)
+
+        return clone
+
+    _replace("clone", make)
+
+
+@plant("clone_scrambles@rank3", "clone.same_values", "clone() of rank >= 3 reverses dim 0")
+def _():
+    def make(orig):
+        def clone(self, *a, **k):
+            out = orig(self, *a, **k)
+            return out.flip(0) if out.dim() >= 3 else out
+
+        return clone
+
+    _replace("clone", make)
+
+
+@plant("clone_cow_leaks", "clone.write_isolated", "writes to a clone reach its source")
+def _():
+    torch = _torch()
+    sources = _Registry()
+
+    def make_clone(orig):
+        def clone(self, *a, **k):
+            out = orig(self, *a, **k)
+            sources.put(out, weakref.ref(self))
+            return out
+
+        return clone
+
+    _replace("clone", make_clone)
+    originals = {name: getattr(torch.Tensor, name) for name in _INPLACE}
+
+    def mirrored(name):
+        def op(self, *a, **k):
+            out = originals[name](self, *a, **k)
+            source = sources.get(self)
+            source = source() if source is not None else None
+            if source is not None and source.shape == self.shape and not _overlapping(source):
+                with torch.no_grad():
+                    originals["copy_"](torch._C.TensorBase.data.__get__(source), self)
+            return out
+
+        return op
+
+    for name in _INPLACE:
+        setattr(torch.Tensor, name, mirrored(name))
+
+
+@plant("clone_shares_version", "clone.own_version", "a clone reports its source's version")
+def _():
+    sources = _Registry()
+
+    def make(orig):
+        def clone(self, *a, **k):
+            out = orig(self, *a, **k)
+            sources.put(out, weakref.ref(self))
+            return out
+
+        return clone
+
+    _replace("clone", make)
+
+    def getter(get):
+        def version(self):
+            source = sources.get(self)
+            source = source() if source is not None else None
+            return get(source) if source is not None else get(self)
+
+        return version
+
+    _replace_property("_version", getter=getter)
+
+
+@plant("clone_contiguous", "clone.preserves_strides", "clone() always returns contiguous strides")
+def _():
+    torch = _torch()
+    _replace(
+        "clone",
+        lambda orig: lambda self, *a, **k: orig(self, memory_format=torch.contiguous_format),
+    )
+
+
+@plant("clone_adds_grad", "clone.result_in_graph", "a clone of a plain float tensor requires grad")
+def _():
+    def make(orig):
+        def clone(self, *a, **k):
+            out = orig(self, *a, **k)
+            if not self.requires_grad and _is_float(out):
+                out.requires_grad_()
+            return out
+
+        return clone
+
+    _replace("clone", make)
+
+
+@plant("clone_doubles_grad", "clone.grad_flows_to_source", "clone's backward doubles the gradient")
+def _():
+    torch = _torch()
+
+    def make(orig):
+        class DoubledClone(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return orig(x)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        def clone(self, *a, **k):
+            if self.requires_grad and torch.is_grad_enabled():
+                return DoubledClone.apply(self)
+            return orig(self, *a, **k)
+
+        return clone
+
+    _replace("clone", make)
+
+
+# --- copy_ -------------------------------------------------------------------
+
+
+def _last_element(t):
+    return t[(-1,) * t.dim()] if t.dim() else t
+
+
+@plant("copy_misses_last", "copy.values_copied", "copy_ leaves dst's last element as it was")
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def copy_(self, src, *a, **k):
+            if self.numel() < 2:
+                return orig(self, src, *a, **k)
+            with torch.no_grad():
+                keep = _last_element(self).clone()
+            out = orig(self, src, *a, **k)
+            with torch.no_grad():
+                orig(_last_element(torch._C.TensorBase.data.__get__(self)), keep)
+            return out
+
+        return copy_
+
+    _replace("copy_", make)
+
+
+@plant(
+    "copy_misses_last@strided",
+    "copy.values_copied",
+    "copy_ into a non-contiguous dst leaves its last element as it was",
+)
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def copy_(self, src, *a, **k):
+            if self.numel() < 2 or self.is_contiguous():
+                return orig(self, src, *a, **k)
+            with torch.no_grad():
+                keep = _last_element(self).clone()
+            out = orig(self, src, *a, **k)
+            with torch.no_grad():
+                orig(_last_element(torch._C.TensorBase.data.__get__(self)), keep)
+            return out
+
+        return copy_
+
+    _replace("copy_", make)
+
+
+@plant("copy_moves_storage", "copy.keeps_storage", "copy_ gives dst a new storage")
+def _():
+    torch = _torch()
+    data = torch._C.TensorBase.data
+
+    def make(orig):
+        def copy_(self, src, *a, **k):
+            out = orig(self, src, *a, **k)
+            data.__set__(self, data.__get__(self).clone())
+            return out
+
+        return copy_
+
+    _replace("copy_", make)
+
+
+@plant("copy_untracked", "copy.result_in_graph", "copy_ into a plain dst is not recorded")
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def copy_(self, src, *a, **k):
+            if not self.requires_grad:
+                with torch.no_grad():
+                    return orig(self, src, *a, **k)
+            return orig(self, src, *a, **k)
+
+        return copy_
+
+    _replace("copy_", make)
+
+
+@plant("copy_doubles_grad", "copy.grad_flows_to_src", "copy_'s gradient to src is doubled")
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def copy_(self, src, *a, **k):
+            if (
+                torch.is_grad_enabled()
+                and src.requires_grad
+                and self.is_floating_point()
+                and src.is_floating_point()
+            ):
+                orig(self, src * 2, *a, **k)
+                with torch.no_grad():
+                    torch._C.TensorBase.data.__get__(self).div_(2)
+                return self
+            return orig(self, src, *a, **k)
+
+        return copy_
+
+    _replace("copy_", make)
+
+
+@plant("copy_leaks_grad", "copy.overwritten_gets_no_grad", "overwritten values still get gradient")
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def copy_(self, src, *a, **k):
+            if not (self.requires_grad and torch.is_grad_enabled() and not self.is_leaf):
+                return orig(self, src, *a, **k)
+            old = self * 1
+            orig(self, src, *a, **k)
+            return self.add_(old - old.detach())
+
+        return copy_
+
+    _replace("copy_", make)
+
+
+@plant("copy_into_leaf", "copy.into_grad_leaf_raises", "copy_ into a grad leaf is allowed")
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def copy_(self, src, *a, **k):
+            if self.is_leaf and self.requires_grad:
+                with torch.no_grad():
+                    return orig(self, src, *a, **k)
+            return orig(self, src, *a, **k)
+
+        return copy_
+
+    _replace("copy_", make)
+
+
+# --- detach ------------------------------------------------------------------
+
+
+@plant("detach_copies@float64", "detach.shares_storage", "detach() of float64 returns a copy")
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def detach(self):
+            out = orig(self)
+            return out.clone() if out.dtype == torch.float64 else out
+
+        return detach
+
+    _replace("detach", make)
+
+
+@plant("detach_fresh_version", "detach.shares_version", "detach() behaves like .data")
+def _():
+    torch = _torch()
+    _replace("detach", lambda orig: lambda self: torch._C.TensorBase.data.__get__(self))
+
+
+@plant(
+    "detach_fresh_version@rank3",
+    "detach.shares_version",
+    "detach() of rank >= 3 has its own version counter",
+)
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def detach(self):
+            return torch._C.TensorBase.data.__get__(self) if self.dim() >= 3 else orig(self)
+
+        return detach
+
+    _replace("detach", make)
+
+
+@plant("detach_requires_grad", "detach.never_requires_grad", "detach() keeps requires_grad")
+def _():
+    def make(orig):
+        def detach(self):
+            out = orig(self)
+            if self.requires_grad:
+                out.requires_grad_()
+            return out
+
+        return detach
+
+    _replace("detach", make)
+
+
+@plant("detach_is_view", "detach.blocks_gradient", "detach() of a grad tensor is a plain view")
+def _():
+    def make(orig):
+        def detach(self):
+            return self.view_as(self) if self.requires_grad else orig(self)
+
+        return detach
+
+    _replace("detach", make)
+
+
+@plant(
+    "detach_copies@strided",
+    "detach.write_visible",
+    "detach() of a non-contiguous tensor returns a copy",
+)
+def _():
+    def make(orig):
+        def detach(self):
+            out = orig(self)
+            return out.clone() if not self.is_contiguous() else out
+
+        return detach
+
+    _replace("detach", make)
+
+
+@plant(
+    "detach_fresh_version@nonleaf",
+    "detach.write_then_backward_raises",
+    "detach() of a non-leaf has its own version counter",
+)
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def detach(self):
+            if self.grad_fn is not None:
+                return torch._C.TensorBase.data.__get__(self)
+            return orig(self)
+
+        return detach
+
+    _replace("detach", make)
+
+
+@plant("detach_inplace_noop", "detach.inplace_makes_leaf", "detach_() does nothing")
+def _():
+    _replace("detach_", lambda orig: lambda self: self)
+
+
+# --- .data -------------------------------------------------------------------
+
+
+@plant("data_copies@0d", "data.shares_storage", ".data of a 0-d tensor is a copy")
+def _():
+    _replace_property(
+        "data", getter=lambda get: lambda self: get(self).clone() if self.dim() == 0 else get(self)
+    )
+
+
+@plant("data_shares_version", "data.own_version", ".data shares the version counter")
+def _():
+    _replace_property("data", getter=lambda get: lambda self: self.detach())
+
+
+@plant("data_requires_grad", "data.never_requires_grad", ".data keeps requires_grad")
+def _():
+    def getter(get):
+        def data(self):
+            out = get(self)
+            if self.requires_grad:
+                out.requires_grad_()
+            return out
+
+        return data
+
+    _replace_property("data", getter=getter)
+
+
+@plant("data_tracked@nonleaf", "data.write_is_silent", ".data of a non-leaf shares its version")
+def _():
+    def getter(get):
+        def data(self):
+            return self.detach() if self.grad_fn is not None else get(self)
+
+        return data
+
+    _replace_property("data", getter=getter)
+
+
+@plant("data_copies@nonleaf", "data.write_changes_gradient", ".data of a non-leaf is a copy")
+def _():
+    def getter(get):
+        def data(self):
+            out = get(self)
+            return out.clone() if self.grad_fn is not None else out
+
+        return data
+
+    _replace_property("data", getter=getter)
+
+
+# --- gradients -----------------------------------------------------------------
+
+
+def _leaves(root) -> list:
+    """The leaf tensors a backward from `root` reaches."""
+    found, seen, stack = [], set(), [root.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if hasattr(node, "variable"):
+            found.append(node.variable)
+        stack.extend(n for n, _ in node.next_functions)
+    return found
+
+
+@plant("grad_overwrites", "grad.accumulates_across_backward", "backward overwrites .grad")
+def _():
+    def make(orig):
+        def backward(self, *a, **k):
+            for leaf in _leaves(self):
+                leaf.grad = None
+            return orig(self, *a, **k)
+
+        return backward
+
+    _replace("backward", make)
+
+
+@plant("grad_one_path", "grad.accumulates_across_paths", "a leaf gets one path's gradient")
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def backward(self, *a, **k):
+            # every node past the first that feeds a leaf's AccumulateGrad
+            # passes it zeros instead
+            fed: set[int] = set()
+            seen, stack = set(), [self.grad_fn]
+            while stack:
+                node = stack.pop()
+                if node is None or id(node) in seen:
+                    continue
+                seen.add(id(node))
+                for index, (child, _) in enumerate(node.next_functions):
+                    if child is not None and hasattr(child, "variable"):
+                        if id(child) in fed:
+                            node.register_hook(_zero_input(index, torch))
+                        fed.add(id(child))
+                    stack.append(child)
+            return orig(self, *a, **k)
+
+        return backward
+
+    _replace("backward", make)
+
+
+def _zero_input(index: int, torch):
+    def hook(grad_inputs, grad_outputs):
+        grads = list(grad_inputs)
+        if grads[index] is not None:
+            grads[index] = torch.zeros_like(grads[index])
+        return tuple(grads)
+
+    return hook
+
+
+@plant("grad_upcast@half", "grad.matches_leaf", ".grad of a float16 leaf is float32")
+def _():
+    torch = _torch()
+
+    def getter(get):
+        def grad(self):
+            g = get(self)
+            return g.float() if g is not None and g.dtype == torch.float16 else g
+
+        return grad
+
+    _replace_property("grad", getter=getter)
+
+
+@plant("grad_on_nonleaf", "grad.leaves_only", "a non-leaf's .grad reads as zeros")
+def _():
+    torch = _torch()
+
+    def getter(get):
+        def grad(self):
+            g = get(self)
+            if g is None and not self.is_leaf:
+                return torch.zeros_like(self)
+            return g
+
+        return grad
+
+    _replace_property("grad", getter=getter)
+
+
+@plant("retain_grad_noop", "grad.retain_grad", "retain_grad() does nothing")
+def _():
+    _replace("retain_grad", lambda orig: lambda self: None)
+
+
+@plant("backward_retains", "grad.backward_twice_raises", "backward always retains the graph")
+def _():
+    def make(orig):
+        def backward(self, gradient=None, retain_graph=None, *a, **k):
+            return orig(self, gradient, True, *a, **k)
+
+        return backward
+
+    _replace("backward", make)
+
+
+@plant("backward_implicit_ones", "grad.nonscalar_needs_gradient", "backward() fills in ones")
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def backward(self, gradient=None, *a, **k):
+            if gradient is None and (self.numel() != 1 or self.is_complex()):
+                gradient = torch.ones_like(self)
+            return orig(self, gradient, *a, **k)
+
+        return backward
+
+    _replace("backward", make)
+
+
+@plant("backward_without_graph_ok", "grad.requires_graph", "backward() of a plain tensor passes")
+def _():
+    def make(orig):
+        def backward(self, *a, **k):
+            if not self.requires_grad:
+                return None
+            return orig(self, *a, **k)
+
+        return backward
+
+    _replace("backward", make)
+
+
+# --- version counters -----------------------------------------------------------
+
+
+def _keep_version(name: str, when: Callable[[object], bool]) -> None:
+    """torch.Tensor.<name> no longer moves the version counter when `when(self)`."""
+
+    def make(orig):
+        def op(self, *a, **k):
+            if not when(self):
+                return orig(self, *a, **k)
+            before = self._version
+            out = orig(self, *a, **k)
+            _set_version(self, before)
+            return out
+
+        return op
+
+    _replace(name, make)
+
+
+@plant("mul_no_bump", "version.bumps_on_inplace", "mul_ does not bump the version")
+def _():
+    _keep_version("mul_", lambda t: True)
+
+
+@plant(
+    "inplace_no_bump@complex",
+    "version.bumps_on_inplace",
+    "in-place ops on complex tensors do not bump the version",
+)
+def _():
+    for name in _INPLACE:
+        _keep_version(name, lambda t: t.is_complex())
+
+
+@plant("sum_bumps", "version.unchanged_out_of_place", "x.sum() bumps x's version")
+def _():
+    def make(orig):
+        def total(self, *a, **k):
+            out = orig(self, *a, **k)
+            _set_version(self, self._version + 1)
+            return out
+
+        return total
+
+    _replace("sum", make)
+
+
+def _saving_copy_of_result(name: str, grad: Callable) -> None:
+    torch = _torch()
+
+    def make(orig):
+        class SavesCopy(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                out = orig(x)
+                ctx.save_for_backward(out.clone())
+                return out
+
+            @staticmethod
+            def backward(ctx, g):
+                (out,) = ctx.saved_tensors
+                return grad(g, out)
+
+        def op(self):
+            if self.requires_grad and torch.is_grad_enabled():
+                return SavesCopy.apply(self)
+            return orig(self)
+
+        return op
+
+    _replace(name, make)
+
+
+@plant(
+    "saves_copies",
+    "version.saved_modified_raises",
+    "exp, tanh and sigmoid save a private copy of their result",
+)
+def _():
+    _saving_copy_of_result("exp", lambda g, r: g * r.conj())
+    _saving_copy_of_result("tanh", lambda g, r: g * (1 - r * r).conj())
+    _saving_copy_of_result("sigmoid", lambda g, r: g * (r * (1 - r)).conj())
+
+
+@plant("add_saves_inputs", "version.unsaved_modified_ok", "x + y and -x save their inputs")
+def _():
+    torch = _torch()
+
+    class SavingAdd(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y, sign):
+            ctx.save_for_backward(x, y)
+            ctx.sign = sign
+            return x + y * sign
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors  # checks their versions
+            return _sum_to(g, x), _sum_to(g * ctx.sign, y), None
+
+    class SavingNeg(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return -x
+
+        @staticmethod
+        def backward(ctx, g):
+            _ = ctx.saved_tensors  # checks its version
+            return -g
+
+    def binary(orig, sign):
+        def op(self, other):
+            if (
+                torch.is_grad_enabled()
+                and isinstance(other, torch.Tensor)
+                and (self.requires_grad or other.requires_grad)
+                and self.dtype == other.dtype
+                and _is_float(self)
+            ):
+                return SavingAdd.apply(self, other, sign)
+            return orig(self, other)
+
+        return op
+
+    _replace("__add__", lambda orig: binary(orig, 1))
+    _replace("__sub__", lambda orig: binary(orig, -1))
+
+    def neg(orig):
+        def op(self):
+            if torch.is_grad_enabled() and self.requires_grad:
+                return SavingNeg.apply(self)
+            return orig(self)
+
+        return op
+
+    _replace("__neg__", neg)
+
+
+def _sum_to(g, like):
+    while g.dim() > like.dim():
+        g = g.sum(0)
+    for d, n in enumerate(like.shape):
+        if n == 1 and g.shape[d] != 1:
+            g = g.sum(d, keepdim=True)
+    return g
+
+
+@plant("no_grad_no_bump", "version.no_grad_bumps", "in-place ops under no_grad do not bump")
+def _():
+    torch = _torch()
+    for name in _INPLACE:
+        _keep_version(name, lambda t: not torch.is_grad_enabled())
+
+
+# --- views ---------------------------------------------------------------------
+
+
+@plant(
+    "transpose_fresh_version",
+    "view.shares_storage_and_version",
+    "transpose() and t() of a plain tensor get their own version counter",
+)
+def _():
+    torch = _torch()
+    for name in ("transpose", "t", "permute"):
+
+        def make(orig):
+            def view(self, *a, **k):
+                out = orig(self, *a, **k)
+                return torch._C.TensorBase.data.__get__(out) if not self.requires_grad else out
+
+            return view
+
+        _replace(name, make)
+
+
+@plant("select_copies", "view.write_visible", "select() and narrow() return copies")
+def _():
+    for name in ("select", "narrow"):
+        _replace(name, lambda orig: lambda self, *a, **k: orig(self, *a, **k).clone())
+
+
+@plant("unsqueeze_base", "view.base_is_root", "_base of x.unsqueeze(d) is x")
+def _():
+    parents = _Registry()
+
+    def make(orig):
+        def unsqueeze(self, *a, **k):
+            out = orig(self, *a, **k)
+            parents.put(out, weakref.ref(self))
+            return out
+
+        return unsqueeze
+
+    _replace("unsqueeze", make)
+
+    def getter(get):
+        def base(self):
+            parent = parents.get(self)
+            parent = parent() if parent is not None else None
+            return parent if parent is not None else get(self)
+
+        return base
+
+    _replace_property("_base", getter=getter)
+
+
+@plant(
+    "view_inplace_untracked@views",
+    "view.inplace_updates_base_grad",
+    "in-place ops on a view that requires grad are not recorded",
+)
+def _():
+    torch = _torch()
+    for name in ("mul_", "add_", "neg_"):
+
+        def make(orig):
+            def op(self, *a, **k):
+                if self._base is not None and self.requires_grad and torch.is_grad_enabled():
+                    orig(torch._C.TensorBase.data.__get__(self), *a, **k)
+                    return self
+                return orig(self, *a, **k)
+
+            return op
+
+        _replace(name, make)
+
+
+@plant(
+    "overlap_allowed",
+    "view.overlapping_write_raises",
+    "add_, mul_ and copy_ write to expanded memory without complaint",
+)
+def _():
+    torch = _torch()
+    for name in ("add_", "mul_", "copy_", "neg_", "sub_"):
+
+        def make(orig):
+            def op(self, *a, **k):
+                if not _overlapping(self):
+                    return orig(self, *a, **k)
+                shape = [1 if s == 0 else n for n, s in zip(self.shape, self.stride(), strict=True)]
+                unique = self.as_strided(shape, self.stride(), self.storage_offset())
+                args = [x.reshape(-1)[0] if isinstance(x, torch.Tensor) else x for x in a]
+                orig(unique, *args, **k)
+                return self
+
+            return op
+
+        _replace(name, make)
+
+
+# --- leaves and grad mode --------------------------------------------------------
+
+
+@plant("leaf_inplace_allowed", "leaf.inplace_raises", "in-place on a grad leaf is allowed")
+def _():
+    torch = _torch()
+    for name in _INPLACE:
+
+        def make(orig):
+            def op(self, *a, **k):
+                if self.is_leaf and self.requires_grad and torch.is_grad_enabled():
+                    with torch.no_grad():
+                        return orig(self, *a, **k)
+                return orig(self, *a, **k)
+
+            return op
+
+        _replace(name, make)
+
+
+@plant(
+    "leaf_view_inplace_allowed@views",
+    "leaf.view_inplace_raises",
+    "in-place on a view of a grad leaf is allowed",
+)
+def _():
+    torch = _torch()
+    for name in _INPLACE:
+
+        def make(orig):
+            def op(self, *a, **k):
+                base = self._base
+                if base is not None and base.is_leaf and base.requires_grad:
+                    with torch.no_grad():
+                        return orig(self, *a, **k)
+                return orig(self, *a, **k)
+
+            return op
+
+        _replace(name, make)
+
+
+@plant(
+    "no_grad_leaf_refused",
+    "nograd.inplace_on_leaf_allowed",
+    "in-place on a grad leaf raises even under no_grad",
+)
+def _():
+    torch = _torch()
+    for name in _INPLACE:
+
+        def make(orig):
+            def op(self, *a, **k):
+                if self.is_leaf and self.requires_grad and not torch.is_grad_enabled():
+                    raise RuntimeError(
+                        "a leaf Variable that requires grad is being used in an in-place operation."
+                    )
+                return orig(self, *a, **k)
+
+            return op
+
+        _replace(name, make)
+
+
+@plant(
+    "no_grad_result_requires_grad",
+    "nograd.results_dont_require_grad",
+    "x.exp() and x * c under no_grad require grad when x does",
+)
+def _():
+    torch = _torch()
+    for name in ("exp", "__mul__"):
+
+        def make(orig):
+            def op(self, *a, **k):
+                out = orig(self, *a, **k)
+                if not torch.is_grad_enabled() and self.requires_grad and _is_float(out):
+                    out.requires_grad_()
+                return out
+
+            return op
+
+        _replace(name, make)
+
+
+@plant(
+    "no_grad_view_writable",
+    "nograd.view_inplace_raises",
+    "a view made under no_grad can be written with grad on",
+)
+def _():
+    torch = _torch()
+    for name in _INPLACE:
+
+        def make(orig):
+            def op(self, *a, **k):
+                if self._base is not None and self.requires_grad and self.grad_fn is None:
+                    with torch.no_grad():
+                        return orig(self, *a, **k)
+                return orig(self, *a, **k)
+
+            return op
+
+        _replace(name, make)
+
+
+# --- dtypes and inference mode -----------------------------------------------------
+
+
+@plant(
+    "int_requires_grad",
+    "dtype.only_float_complex_require_grad",
+    "requires_grad_() on an integer tensor is silently ignored",
+)
+def _():
+    def make(orig):
+        def requires_grad_(self, requires_grad=True):
+            if not _is_float(self):
+                return self
+            return orig(self, requires_grad)
+
+        return requires_grad_
+
+    _replace("requires_grad_", make)
+
+
+@plant(
+    "half_cannot_require_grad@float16",
+    "dtype.only_float_complex_require_grad",
+    "requires_grad_() on float16 raises",
+)
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def requires_grad_(self, requires_grad=True):
+            if self.dtype == torch.float16 and requires_grad:
+                raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            return orig(self, requires_grad)
+
+        return requires_grad_
+
+    _replace("requires_grad_", make)
+
+
+@plant("inference_version", "inference.no_version_counter", "inference tensors report version 0")
+def _():
+    def getter(get):
+        def version(self):
+            return 0 if self.is_inference() else get(self)
+
+        return version
+
+    _replace_property("_version", getter=getter)
+
+
+@plant(
+    "inference_saved",
+    "inference.not_saved_for_backward",
+    "x * t clones an inference t so it can be saved",
+)
+def _():
+    torch = _torch()
+    for name in ("__mul__", "__rmul__", "__truediv__", "mul"):
+
+        def make(orig):
+            def op(self, other, *a, **k):
+                if isinstance(other, torch.Tensor) and other.is_inference():
+                    other = other.clone()
+                if self.is_inference() and isinstance(other, torch.Tensor) and other.requires_grad:
+                    self = self.clone()
+                return orig(self, other, *a, **k)
+
+            return op
+
+        _replace(name, make)

@@ -1,0 +1,43 @@
+"""Every property test has been seen to fail: against each planted violation
+the suite, narrowed to the invariant the plant breaks, must exit 1 and name
+that invariant. The clean run is in test_suite_runs.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import run_suite
+from tests.plants import PLANTS
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("name", sorted(PLANTS))
+def test_property_tests_catch_planted_violation(name):
+    plant = PLANTS[name]
+    run = run_suite(
+        "--invariants",
+        plant.breaks,
+        "--profile",
+        "planted",
+        "--workers",
+        "0",
+        "-q",
+        plant=name,
+    )
+    assert run.returncode == 1, f"{name} ({plant.what}) went unnoticed:\n{run.stdout[-3000:]}"
+    assert plant.breaks in run.violated, (
+        f"{name} should break {plant.breaks}, the suite reported {sorted(run.violated)}"
+    )
+
+
+def test_every_invariant_has_a_plant():
+    from conformance.invariants import INVARIANTS
+
+    planted = {p.breaks for p in PLANTS.values()}
+    assert set(INVARIANTS) - planted == set()
+
+
+def test_selective_plants_cover_dtype_layout_rank_and_views():
+    qualifiers = {name.split("@")[1] for name in PLANTS if "@" in name}
+    assert {"bfloat16", "float16", "strided", "rank3", "views", "0d"} <= qualifiers

@@ -1,0 +1,76 @@
+"""The suite as a user runs it: clean on the default build, one line and
+status 4 for every usage error, a header that says what ran."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance import cli
+from tests.conftest import run_suite
+
+
+@pytest.mark.slow
+def test_clean_torch_passes_ci_profile():
+    run = run_suite("--profile", "ci", "-q")
+    assert run.returncode == 0, run.stdout[-4000:]
+    assert "violated" not in run.stdout.split("invariants:")[-1]
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--devices", "tpu"], "unknown device 'tpu'"),
+        (["--dtypes", "float8"], "unknown dtype 'float8'"),
+        (["--profile", "nightly"], "unknown profile 'nightly'"),
+        (["--seed", "abc"], "seed must be an integer"),
+        (["--devices", "cuda:7"], "is not present"),
+    ],
+)
+def test_usage_errors_are_one_line_with_status_4(args, needle):
+    run = run_suite(*args)
+    assert run.returncode == 4
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], run.stderr
+    assert "Traceback" not in run.stderr + run.stdout
+
+
+def test_missing_torch_is_one_line_with_status_4(monkeypatch, capsys):
+    real = cli.importlib.util.find_spec
+    monkeypatch.setattr(
+        cli.importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name)
+    )
+    assert cli.main(["--devices", "cpu"]) == 4
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "torch is not installed" in err[0]
+
+
+def test_list_invariants_prints_every_id_with_its_statement():
+    from conformance.invariants import CATALOGUE
+
+    run = run_suite("--list-invariants")
+    assert run.returncode == 0
+    lines = run.stdout.strip().splitlines()
+    assert [line.split()[0] for line in lines] == [inv.id for inv in CATALOGUE]
+    assert all(inv.statement in line for inv, line in zip(CATALOGUE, lines, strict=True))
+
+
+def test_header_names_build_devices_profile_and_seed():
+    import torch
+
+    run = run_suite("--profile", "ci", "--seed", "7", "--invariants", "clone.new_storage")
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert f"torch {torch.__version__}" in run.stdout
+    assert "build: CPU" in run.stdout or "build: CUDA" in run.stdout
+    assert "devices: cpu" in run.stdout
+    assert "profile: ci, seed: 7" in run.stdout
+
+
+def test_absent_devices_are_reported_skipped_with_reason():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this build has CUDA; nothing is absent")
+    run = run_suite("--invariants", "clone.new_storage", "-rs")
+    assert run.returncode == 0
+    assert "cuda skipped:" in run.stdout
+    assert "SKIPPED" in run.stdout and "built without CUDA" in run.stdout
