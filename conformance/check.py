@@ -21,10 +21,12 @@ from strategies.tensors import DTYPE_NAMES, to_numpy
 class InvariantViolation(AssertionError):
     """A rule of the catalogue does not hold."""
 
-    def __init__(self, invariant: str, message: str) -> None:
+    def __init__(self, invariant: str, message: str, example: str = "", repro: str = "") -> None:
         if invariant not in INVARIANTS:
             raise KeyError(f"unknown invariant {invariant!r}")
         self.invariant = invariant
+        self.example = example  # the minimal counterexample, as text
+        self.repro = repro  # a standalone torch script that reproduces it
         super().__init__(f"[{invariant}] {message}")
 
 
@@ -110,12 +112,25 @@ TOLERANCES: dict[str, tuple[float, float]] = {
 }
 
 
-def close(actual: np.ndarray, expected: np.ndarray, dtype: str) -> bool:
+def close(
+    actual: np.ndarray,
+    expected: np.ndarray,
+    dtype: str,
+    tolerance: tuple[float, float] | None = None,
+) -> bool:
+    """Equal for integers and bool; within (rtol, atol) for floating dtypes."""
     if actual.shape != np.shape(expected):
         return False
     if dtype not in TOLERANCES:
         return bool(np.array_equal(actual, expected))
-    rtol, atol = TOLERANCES[dtype]
+    rtol, atol = tolerance or TOLERANCES[dtype]
+    if np.iscomplexobj(actual) or np.iscomplexobj(expected):
+        # C++ and NumPy disagree on which of inf and nan complex arithmetic
+        # gives once a part is not finite; only finiteness must agree there
+        odd_a, odd_e = ~np.isfinite(actual), ~np.isfinite(expected)
+        if not np.array_equal(odd_a, odd_e):
+            return False
+        actual, expected = actual[~odd_a], np.asarray(expected)[~odd_e]
     return bool(np.allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True))
 
 
@@ -148,16 +163,17 @@ def writable_elements(tensor: torch.Tensor) -> bool:
     return tensor.numel() > 0
 
 
-def dense_non_overlapping(tensor: torch.Tensor) -> bool:
-    """Whether the tensor's elements tile a contiguous block of memory exactly once,
-    in some order of its dimensions."""
-    dims = sorted(
-        (d for d in range(tensor.dim()) if tensor.size(d) != 1),
-        key=lambda d: tensor.stride(d),
-    )
+def dense(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether elements of this geometry tile a block of memory exactly once,
+    in some order of the dimensions (torch's "dense, non-overlapping")."""
+    dims = sorted((d for d in range(len(shape)) if shape[d] != 1), key=lambda d: strides[d])
     expected = 1
     for d in dims:
-        if tensor.stride(d) != expected:
+        if strides[d] != expected:
             return False
-        expected *= tensor.size(d)
+        expected *= shape[d]
     return True
+
+
+def dense_non_overlapping(tensor: torch.Tensor) -> bool:
+    return dense(tuple(tensor.shape), tuple(tensor.stride()))

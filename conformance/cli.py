@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 USAGE_ERROR = 4
@@ -53,6 +54,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--list-invariants", action="store_true", help="print the catalogue and exit"
     )
+    parser.add_argument(
+        "--report-dir",
+        default="conformance-report",
+        help="folder for the JSON and HTML reports (default: ./conformance-report)",
+    )
+    parser.add_argument(
+        "--report-name",
+        default="report",
+        help="report file name without extension: NAME.json and NAME.html (default: report)",
+    )
+    parser.add_argument("--no-report", action="store_true", help="write no report")
     return parser
 
 
@@ -99,7 +111,15 @@ def main(argv: list[str] | None = None) -> int:
         str(SUITE_DIR / "pytest.ini"),
         "--rootdir",
         str(SUITE_DIR),
+        # By name, never imported here: reports depends on conformance.
+        "-p",
+        "reports.pytest_plugin",
     ]
+    reports = _report_paths(args)
+    if reports:
+        pytest_args += ["--report-dir", str(reports[0].parent), "--report-name", args.report_name]
+    else:
+        pytest_args.append("--no-report")
     for option in ("devices", "dtypes", "profile", "seed", "invariants"):
         value = getattr(args, option)
         if value is not None:
@@ -110,4 +130,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not user_chose_workers and str(args.workers) not in ("0", ""):
         pytest_args += ["-n", str(args.workers)]
-    return int(pytest.main(pytest_args + rest))
+    started = time.time()
+    status = int(pytest.main(pytest_args + rest))
+    _print_reports(reports, started)
+    return status
+
+
+def _report_paths(args: argparse.Namespace) -> tuple[Path, Path] | None:
+    """The JSON and HTML this run writes, absolute; None with --no-report."""
+    if args.no_report:
+        return None
+    folder = Path(args.report_dir).expanduser().resolve()
+    return folder / f"{args.report_name}.json", folder / f"{args.report_name}.html"
+
+
+def _print_reports(reports: tuple[Path, Path] | None, started: float) -> None:
+    # Only files this run wrote: a usage error writes none, and an older
+    # report of the same name must not pass for this run's.
+    if not reports:
+        return
+    json_path, html_path = reports
+    written = [p for p in (html_path, json_path) if p.exists() and p.stat().st_mtime >= started - 1]
+    if html_path in written:
+        print(f"report: {html_path}", flush=True)
+    if json_path in written:
+        print(f"report json: {json_path}", flush=True)

@@ -29,11 +29,15 @@ class Coverage:
 
 
 COVERAGE = Coverage()
+COVERAGE_STEPS: list[int] = []  # checked steps per example of the differential
 
 
 def reset_coverage() -> None:
     global COVERAGE
     COVERAGE = Coverage()
+
+
+COVERAGE_STEPS: list[int] = []  # checked steps per example of the differential
 
 
 class Example:

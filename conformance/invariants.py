@@ -339,6 +339,62 @@ CATALOGUE: tuple[Invariant, ...] = (
         "dirty in any operation.",
         _AUTOGRAD_NOTES,
     ),
+    Invariant(
+        "grad.requires_grad_propagates",
+        "Outside no_grad, an op's result requires grad exactly when one of its inputs does.",
+        "If there's a single input to an operation that requires gradient, its output will also "
+        "require gradient. Conversely, only if all inputs don't require gradient, the output also "
+        "won't require it.",
+        "docs/source/notes/autograd.rst (Excluding subgraphs from backward, torch 1.x; "
+        "the same rule as requires_grad in docs/source/notes/autograd.md)",
+    ),
+    Invariant(
+        "grad.formula",
+        "backward computes each op's derivative as defined for it, with PyTorch's convention "
+        "for complex numbers.",
+        "This function accumulates gradients in the leaves [...] (each op's gradient formula "
+        "is defined in tools/autograd/derivatives.yaml)",
+        "tools/autograd/derivatives.yaml",
+    ),
+    Invariant(
+        "grad.requires_grad_flag_on_leaves",
+        "requires_grad can only be switched off on leaves: requires_grad_(False) on a non-leaf "
+        "raises.",
+        "you can only change requires_grad flags of leaf variables.",
+        "torch/csrc/autograd/utils/error_messages.h (requires_grad_leaf_error)",
+    ),
+    # ops in general
+    Invariant(
+        "ops.values",
+        "Every op computes the values its definition gives (up to the dtype's rounding).",
+        "Methods which mutate a tensor are marked with an underscore suffix. For example, "
+        "torch.FloatTensor.abs_() computes the absolute value in-place and returns the modified "
+        "tensor, while torch.FloatTensor.abs() computes the result in a new tensor.",
+        "docs/source/tensors.rst",
+    ),
+    Invariant(
+        "ops.inplace_writes_self",
+        "An in-place op writes into the tensor's own memory and returns that same tensor.",
+        "torch.FloatTensor.abs_() computes the absolute value in-place and returns the modified "
+        "tensor",
+        "docs/source/tensors.rst",
+    ),
+    Invariant(
+        "ops.out_of_place_new_tensor",
+        "An out-of-place op returns a tensor on new memory and leaves its inputs' values as "
+        "they were.",
+        "torch.FloatTensor.abs() computes the result in a new tensor.",
+        "docs/source/tensors.rst",
+    ),
+    Invariant(
+        "ops.shape_errors",
+        "An op whose operands' shapes do not broadcast or fit raises instead of computing "
+        "something.",
+        'If two tensors x, y are "broadcastable", the resulting tensor size is calculated as '
+        "follows [...] in-place operations do not allow the in-place tensor to change shape as "
+        "a result of the broadcast.",
+        "docs/source/notes/broadcasting.rst",
+    ),
     # views
     Invariant(
         "view.shares_storage_and_version",

@@ -14,6 +14,7 @@ import torch
 from conformance import harness
 from conformance.check import InvariantViolation
 from conformance.invariants import INVARIANTS
+from conformance.nodeids import device_of, invariants_of
 from conformance.outcomes import VIOLATED, TestOutcome, overall, summary, table
 from conformance.selection import Selection, SelectionError, current, select, set_current
 from strategies.devices import build_kind
@@ -35,6 +36,7 @@ __all__ = [
 # Every test's outcome, as the process that prints the summary sees it (the
 # xdist controller, or the only process).
 OUTCOMES: dict[str, TestOutcome] = {}
+_CONFIG: list[pytest.Config] = []
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -83,6 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(error)) from None
     set_current(selection)
     config.stash[_SELECTION] = selection
+    _CONFIG[:] = [config]
     # Hypothesis's own plugin applies these in its pytest_configure, after ours.
     config.option.hypothesis_profile = selection.profile
     if selection.seed is not None:
@@ -167,20 +170,19 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     harness.reset_coverage()
 
 
-def _violations(error: BaseException | None) -> list[str]:
-    """The invariant IDs an exception (or a group of them) reports broken."""
-    found: list[str] = []
+def _violations(error: BaseException | None) -> list[InvariantViolation]:
+    """The violations an exception (or a group of them) carries."""
+    found: list[InvariantViolation] = []
     stack = [error] if error is not None else []
     while stack:
         current_error = stack.pop()
         if isinstance(current_error, InvariantViolation):
-            found.append(current_error.invariant)
+            found.append(current_error)
+            continue
         stack.extend(getattr(current_error, "exceptions", ()))
-        if current_error.__cause__ is not None and not isinstance(
-            current_error, InvariantViolation
-        ):
+        if current_error.__cause__ is not None:
             stack.append(current_error.__cause__)
-    return list(dict.fromkeys(found))
+    return found
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -191,7 +193,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         return
     report.user_properties.append(("coverage", harness.COVERAGE.as_dict()))
     if call.excinfo is not None:
-        report.user_properties.append(("violations", _violations(call.excinfo.value)))
+        violations = _violations(call.excinfo.value)
+        ids = list(dict.fromkeys(v.invariant for v in violations))
+        report.user_properties.append(("violations", ids))
+        for v in violations:
+            if v.repro:
+                report.user_properties.append(("repro", v.repro))
+            if v.example:
+                report.user_properties.append(("example", v.example))
+            if v.repro or v.example:
+                break
 
 
 def _outcome_of(report: pytest.TestReport) -> str:
@@ -229,7 +240,26 @@ def outcome_from_report(report: pytest.TestReport) -> TestOutcome:
     )
 
 
+def _crash_outcome(report: pytest.TestReport, config: pytest.Config) -> TestOutcome:
+    """A crashed xdist worker's report carries only the node ID: recover the
+    test's invariants from its module, and count the crash against them."""
+    roots = [config.rootpath, config.invocation_params.dir]
+    invariants = invariants_of(report.nodeid, roots)
+    return TestOutcome(
+        nodeid=report.nodeid,
+        invariants=invariants,
+        device=device_of(report.nodeid),
+        outcome="failed",
+        violated=invariants,
+        message=_message(report) or "the worker running this test crashed",
+        longrepr=str(report.longrepr),
+    )
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "???":  # xdist: the worker crashed inside this test
+        OUTCOMES[report.nodeid] = _crash_outcome(report, _CONFIG[0])
+        return
     if (
         report.when == "call"
         or (report.when == "setup" and not report.passed)

@@ -1,7 +1,7 @@
-"""Strided geometry: the layout rules torch uses for views and new results.
+"""Strided geometry: the layout rules torch uses for views and for new results.
 
-A geometry is (offset, shape, strides), in elements. Everything here is pure
-integer arithmetic on tuples; no values are touched.
+A geometry is (offset, shape, strides) in elements; all of this is integer
+arithmetic on tuples (each function follows the ATen routine it names).
 """
 
 from __future__ import annotations
@@ -24,41 +24,44 @@ def contiguous_strides(shape: Sequence[int]) -> Shape:
     return tuple(reversed(strides))
 
 
-def is_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
-    if numel(shape) == 0:
-        return True
+def _packed(shape: Sequence[int], strides: Sequence[int], order: Sequence[int]) -> bool:
+    """Dims other than size 1, fastest first in `order`, tile memory without gaps."""
     expected = 1
-    for size, stride in zip(reversed(shape), reversed(strides)):
-        if size != 1:
-            if stride != expected:
+    for d in order:
+        if shape[d] != 1:
+            if strides[d] != expected:
                 return False
-            expected *= size
+            expected *= shape[d]
     return True
+
+
+def is_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    return numel(shape) == 0 or _packed(shape, strides, range(len(shape) - 1, -1, -1))
+
+
+def _channels_last_strides(shape: Sequence[int]) -> Shape:
+    out, acc = [0] * 4, 1
+    for d in (1, 3, 2, 0):
+        out[d], acc = acc, acc * shape[d]
+    return tuple(out)
 
 
 def is_dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
-    """torch's is_non_overlapping_and_dense."""
-    if len(shape) == 1:
-        return shape[0] < 2 or strides[0] == 1
-    order = sorted(range(len(shape)), key=lambda d: (shape[d] < 2, strides[d] if shape[d] >= 2 else 0))
-    need = 1
-    for d in order:
-        if shape[d] < 2:
-            return True
-        if strides[d] != need:
-            return False
-        need *= shape[d]
-    return True
+    """is_non_overlapping_and_dense."""
+    if numel(shape) == 0 or len(shape) == 1 and (shape[0] < 2 or strides[0] == 1):
+        return True
+    big = sorted((strides[d], d) for d in range(len(shape)) if shape[d] >= 2)
+    return _packed(shape, strides, [d for _, d in big])
 
 
 def has_internal_overlap(shape: Sequence[int], strides: Sequence[int]) -> bool:
-    return any(st == 0 and sz > 1 for sz, st in zip(shape, strides))
+    return not is_dense(shape, strides) and any(
+        st == 0 and n > 1 for n, st in zip(shape, strides, strict=True))
 
 
 def _sort_dims(shape: Sequence[int], operand_strides: Sequence[Sequence[int]]) -> list[int]:
-    """TensorIterator::reorder_dimensions: fastest-moving dimension first."""
-    ndim = len(shape)
-    perm = list(range(ndim - 1, -1, -1))
+    """TensorIterator::reorder_dimensions: dims fastest-moving first (ties keep order)."""
+    perm = list(range(len(shape) - 1, -1, -1))
 
     def should_swap(d0: int, d1: int) -> int:
         for strides in operand_strides:
@@ -71,7 +74,7 @@ def _sort_dims(shape: Sequence[int], operand_strides: Sequence[Sequence[int]]) -
                 return 1
         return 0
 
-    for i in range(1, ndim):
+    for i in range(1, len(shape)):
         dim1 = i
         for dim0 in range(i - 1, -1, -1):
             cmp = should_swap(perm[dim0], perm[dim1])
@@ -83,28 +86,21 @@ def _sort_dims(shape: Sequence[int], operand_strides: Sequence[Sequence[int]]) -
     return perm
 
 
-def infer_dense_strides(shape: Sequence[int], strides: Sequence[int]) -> Shape:
-    """Strides keeping the input's layout permutation (empty_like, preserve)."""
+def preserve_strides(shape: Sequence[int], strides: Sequence[int]) -> Shape:
+    """clone()/zeros_like() (memory_format=preserve): dense strides are kept, others
+    become dense in the same order (infer_dense_strides)."""
+    if is_dense(shape, strides):
+        return tuple(strides)
     if len(shape) <= 1:
         return (1,) * len(shape)
     out, acc = [0] * len(shape), 1
     for d in _sort_dims(shape, [strides]):
-        out[d] = acc
-        if shape[d] > 1:
-            acc *= shape[d]
+        out[d], acc = acc, acc * max(shape[d], 1)
     return tuple(out)
 
 
-def preserve_strides(shape: Sequence[int], strides: Sequence[int]) -> Shape:
-    """Strides of clone()/zeros_like() under memory_format=preserve."""
-    if is_dense(shape, strides):
-        return tuple(strides)
-    return infer_dense_strides(shape, strides)
-
-
 def broadcast_shapes(*shapes: Sequence[int]) -> Shape | None:
-    ndim = max((len(s) for s in shapes), default=0)
-    out = []
+    ndim, out = max((len(s) for s in shapes), default=0), []
     for i in range(ndim):
         sizes = {s[len(s) - ndim + i] for s in shapes if len(s) - ndim + i >= 0} - {1}
         if len(sizes) > 1:
@@ -114,39 +110,32 @@ def broadcast_shapes(*shapes: Sequence[int]) -> Shape | None:
 
 
 def elementwise_strides(shape: Shape, operands: Sequence[tuple[Shape, Shape]]) -> Shape:
-    """Output strides TensorIterator picks for an out-of-place op.
-
-    operands: (shape, strides) of every tensor input, python scalars as ((), ()).
-    """
-    if all(s == shape for s, _ in operands):
+    """The strides TensorIterator gives an out-of-place result; operands are the
+    (shape, strides) of its inputs, a python scalar being ((), ())."""
+    if all(s == shape for s, _ in operands):  # fast setup
         if all(is_contiguous(s, st) for s, st in operands):
             return contiguous_strides(shape)
-        if all(is_dense(s, st) for s, st in operands):
-            first = operands[-1][1]
-            if all(st == first for _, st in operands):
-                return tuple(first)
-    ndim = len(shape)
-    full = []
-    for s, st in operands:
+        if len(shape) == 4 and all(_packed(s, st, (1, 3, 2, 0)) for s, st in operands):
+            return _channels_last_strides(shape)
+        if all(is_dense(s, st) and st == operands[-1][1] for s, st in operands):
+            return tuple(operands[-1][1])
+    ndim, rows = len(shape), []
+    for s, st in operands:  # broadcast dims count as stride 0
         off = ndim - len(s)
-        row = [0] * ndim
-        for i, (size, stride) in enumerate(zip(s, st)):
-            row[off + i] = 0 if (size == 1 and shape[off + i] != 1) else stride
-        full.append(row)
-    perm = _sort_dims(shape, full)
+        rows.append([0] * off + [0 if n == 1 and shape[off + i] != 1 else x
+                                 for i, (n, x) in enumerate(zip(s, st, strict=True))])
+    perm = _sort_dims(shape, rows)
     if perm == list(range(ndim - 1, -1, -1)):
         return contiguous_strides(shape)
     out, acc = [0] * ndim, 1
     for d in perm:
-        out[d] = acc
-        acc *= shape[d]
+        out[d], acc = acc, acc * shape[d]
     return tuple(out)
 
 
 def overlap_status(a: tuple, b: tuple) -> str:
-    """get_overlap_status for two geometries (storage, offset, shape, strides)."""
-    sa, oa, sha, sta = a
-    sb, ob, shb, stb = b
+    """get_overlap_status of two (storage, offset, shape, strides)."""
+    (sa, oa, sha, sta), (sb, ob, shb, stb) = a, b
     if numel(sha) == 0 or numel(shb) == 0:
         return "no"
     if not is_dense(sha, sta) or not is_dense(shb, stb):
@@ -160,20 +149,15 @@ def overlap_status(a: tuple, b: tuple) -> str:
 
 
 def view_strides(old_shape: Shape, old_strides: Shape, new_shape: Shape) -> Shape | None:
-    """at::detail::computeStride: strides for a view, or None if impossible."""
+    """computeStride: the strides of a view with new_shape, or None if there is none."""
     if not old_shape:
         return (1,) * len(new_shape)
-    n = numel(old_shape)
-    if n == 0 and tuple(old_shape) == tuple(new_shape):
-        return tuple(old_strides)
+    if numel(old_shape) == 0:
+        return tuple(old_strides) if tuple(old_shape) == tuple(new_shape) else \
+            contiguous_strides(new_shape)
     new_strides = [0] * len(new_shape)
-    if n == 0:
-        for d in range(len(new_shape) - 1, -1, -1):
-            new_strides[d] = 1 if d == len(new_shape) - 1 else max(new_shape[d + 1], 1) * new_strides[d + 1]
-        return tuple(new_strides)
-    view_d = len(new_shape) - 1
-    chunk_base = old_strides[-1]
-    tensor_numel, view_numel = 1, 1
+    view_d, chunk_base = len(new_shape) - 1, old_strides[-1]
+    tensor_numel = view_numel = 1
     for td in range(len(old_shape) - 1, -1, -1):
         tensor_numel *= old_shape[td]
         if td == 0 or (old_shape[td - 1] != 1 and old_strides[td - 1] != tensor_numel * chunk_base):
@@ -184,24 +168,21 @@ def view_strides(old_shape: Shape, old_strides: Shape, new_shape: Shape) -> Shap
             if view_numel != tensor_numel:
                 return None
             if td > 0:
-                chunk_base = old_strides[td - 1]
-                tensor_numel, view_numel = 1, 1
-    if view_d != -1:
-        return None
-    return tuple(new_strides)
+                chunk_base, tensor_numel, view_numel = old_strides[td - 1], 1, 1
+    return tuple(new_strides) if view_d == -1 else None
 
 
-def expand_geometry(shape: Shape, strides: Shape, target: Sequence[int]) -> tuple[Shape, Shape] | str:
-    """inferExpandGeometry; returns (shape, strides) or an error message."""
+def expand_geometry(shape: Shape, strides: Shape, target: Sequence[int]) -> tuple | str:
+    """inferExpandGeometry: (shape, strides), or torch's complaint."""
     ndim, tdim = len(target), len(shape)
     if ndim < tdim:
-        return "the number of sizes provided must be greater or equal to the number of dimensions in the tensor"
+        return "the number of sizes provided must be greater or equal to the number of dims"
     out_shape, out_strides = [0] * ndim, [0] * ndim
     for i in range(ndim - 1, -1, -1):
         dim = tdim - 1 - (ndim - 1 - i)
-        size = shape[dim] if dim >= 0 else 1
-        stride = strides[dim] if dim >= 0 else (out_shape[i + 1] * out_strides[i + 1] if i + 1 < ndim else 1)
-        want = target[i]
+        size, want = (shape[dim] if dim >= 0 else 1), target[i]
+        stride = strides[dim] if dim >= 0 else (
+            out_shape[i + 1] * out_strides[i + 1] if i + 1 < ndim else 0)  # 0-d: all 0
         if want == -1:
             if dim < 0:
                 return "isn't allowed in a leading, non-existing dimension"

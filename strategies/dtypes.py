@@ -138,3 +138,25 @@ def small_elements(dtype: str) -> st.SearchStrategy:
     if info.kind == "complex":
         return st.builds(complex, small, small)
     return elements(dtype)
+
+
+def seeded_values(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    """Small values for `dtype` made from one drawn seed instead of one draw
+    per element: long chains need many tensors, and per-element draws would
+    dominate their cost. Seed 0, where shrinking ends, gives all ones."""
+    info = DTYPES[dtype]
+    if seed == 0:
+        return np.ones(shape, dtype=info.compute_dtype)
+    rng = np.random.default_rng(seed)
+    if info.kind == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    if info.kind == "int":
+        low, high = (0, 16) if dtype == "uint8" else (-8, 9)
+        return rng.integers(low, high, shape).astype(np.int64)
+
+    def dyadic():
+        return rng.integers(-15, 16, shape) * 2.0 ** rng.integers(-4, 0, shape)
+
+    if info.kind == "complex":
+        return dyadic() + 1j * dyadic()
+    return dyadic()

@@ -29,9 +29,16 @@ class SuiteRun:
 
 
 def run_suite(
-    *args: str, plant: str | None = None, timeout: float = 600, env: dict | None = None
+    *args: str,
+    plant: str | None = None,
+    timeout: float = 600,
+    env: dict | None = None,
+    report: bool = False,
 ) -> SuiteRun:
-    """`python -m conformance ARGS` from the project root, in a new process."""
+    """`python -m conformance ARGS` from the project root, in a new process.
+
+    Without `report`, the run writes no report (tests that want one pass
+    `report=True` and their own --report-dir)."""
     environment = dict(os.environ)
     environment.pop("CONFORMANCE_PLANT", None)
     environment.pop("HYPOTHESIS_PROFILE", None)
@@ -42,7 +49,7 @@ def run_suite(
         ).rstrip(os.pathsep)
     environment.update(env or {})
     result = subprocess.run(
-        [sys.executable, "-m", "conformance", *args],
+        [sys.executable, "-m", "conformance", *args, *([] if report else ["--no-report"])],
         cwd=ROOT,
         env=environment,
         capture_output=True,

@@ -812,8 +812,8 @@ def _():
 
         return op
 
-    _replace("__add__", lambda orig: binary(orig, 1))
-    _replace("__sub__", lambda orig: binary(orig, -1))
+    for name, sign in (("__add__", 1), ("add", 1), ("__sub__", -1), ("sub", -1)):
+        _replace(name, lambda orig, sign=sign: binary(orig, sign))
 
     def neg(orig):
         def op(self):
@@ -824,6 +824,7 @@ def _():
         return op
 
     _replace("__neg__", neg)
+    _replace("neg", neg)
 
 
 def _sum_to(g, like):
@@ -846,28 +847,60 @@ def _():
 
 
 @plant(
-    "transpose_fresh_version",
+    "transpose_own_version",
     "view.shares_storage_and_version",
-    "transpose() and t() of a plain tensor get their own version counter",
+    "transpose(), t() and permute() views keep a version counter of their own",
 )
 def _():
     torch = _torch()
+    own = _Registry()  # view -> the versions it reports, bumped by its own writes only
+
     for name in ("transpose", "t", "permute"):
 
         def make(orig):
             def view(self, *a, **k):
                 out = orig(self, *a, **k)
-                return torch._C.TensorBase.data.__get__(out) if not self.requires_grad else out
+                own.put(out, [self._version])
+                return out
 
             return view
 
         _replace(name, make)
+    originals = {name: getattr(torch.Tensor, name) for name in _INPLACE}
+
+    def counted(name):
+        def op(self, *a, **k):
+            out = originals[name](self, *a, **k)
+            mine = own.get(self)
+            if mine is not None:
+                mine[0] += 1
+            return out
+
+        return op
+
+    for name in _INPLACE:
+        setattr(torch.Tensor, name, counted(name))
+
+    def getter(get):
+        def version(self):
+            mine = own.get(self)
+            return mine[0] if mine is not None else get(self)
+
+        return version
+
+    _replace_property("_version", getter=getter)
 
 
-@plant("select_copies", "view.write_visible", "select() and narrow() return copies")
+@plant("select_off_by_one", "view.write_visible", "select(d, i) views element i + 1")
 def _():
-    for name in ("select", "narrow"):
-        _replace(name, lambda orig: lambda self, *a, **k: orig(self, *a, **k).clone())
+    def make(orig):
+        def select(self, dim, index):
+            size = self.shape[dim]
+            return orig(self, dim, (index + 1) % size if size > 1 else index)
+
+        return select
+
+    _replace("select", make)
 
 
 @plant("unsqueeze_base", "view.base_is_root", "_base of x.unsqueeze(d) is x")

@@ -1,0 +1,374 @@
+"""Which rule a discrepancy breaks.
+
+A discrepancy says what differs (values, sharing, a version, a raise...), on
+which tensors and after which step. The rule it breaks follows from that and
+from how the tensors are related: the ops along the chain of origins between
+two tensors (clone, detach, .data, a view...) say which aliasing rule should
+have made them share memory or a version counter, or keep them apart. When
+a chain has several such ops, each link is checked on its own in torch, and
+the first link that misbehaves names the rule. Failures are shrunk first, so
+a minimal chain rarely leaves room for doubt.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from conformance.differential.lockstep import Discrepancy, Run
+from oracle import OPS
+
+# The relation an op creates between its result and its first operand.
+RELATION = {
+    "clone": "clone",
+    "detach": "detach",
+    "data": "data",
+    "zeros_like": "op",
+    "reshape": "view",
+}
+
+# rule broken, by property and relation
+BY_RELATION = {
+    "storage": {
+        "clone": "clone.new_storage",
+        "detach": "detach.shares_storage",
+        "data": "data.shares_storage",
+        "set_data": "data.shares_storage",
+        "view": "view.shares_storage_and_version",
+        "copy": "copy.keeps_storage",
+        "op": "ops.out_of_place_new_tensor",
+    },
+    "version": {
+        "clone": "clone.own_version",
+        "detach": "detach.shares_version",
+        "data": "data.own_version",
+        "set_data": "data.own_version",
+        "view": "view.shares_storage_and_version",
+        "copy": "copy.keeps_storage",
+        "op": "version.unchanged_out_of_place",
+    },
+    "write": {
+        "clone": "clone.write_isolated",
+        "detach": "detach.write_visible",
+        "data": "data.shares_storage",
+        "set_data": "data.shares_storage",
+        "view": "view.write_visible",
+        "copy": "copy.keeps_storage",
+        "op": "ops.out_of_place_new_tensor",
+    },
+}
+# When no single link misbehaves on its own, the relation that most
+# constrains the pair decides.
+PRIORITY = ("clone", "copy", "data", "set_data", "detach", "view", "op")
+
+RAISED = {
+    "INPLACE_ON_LEAF_VIEW": "leaf.view_inplace_raises",
+    "NO_GRAD_VIEW_INPLACE": "nograd.view_inplace_raises",
+    "BACKWARD_TWICE": "grad.backward_twice_raises",
+    "DTYPE_CANNOT_REQUIRE_GRAD": "dtype.only_float_complex_require_grad",
+    "NONSCALAR_BACKWARD": "grad.nonscalar_needs_gradient",
+    "GRAD_SHAPE_MISMATCH": "grad.nonscalar_needs_gradient",
+    "OVERLAPPING_WRITE": "view.overlapping_write_raises",
+    "PARTIAL_OVERLAP": "view.overlapping_write_raises",
+    "NOT_BROADCASTABLE": "ops.shape_errors",
+    "SHAPE_MISMATCH": "ops.shape_errors",
+    "VIEW_INCOMPATIBLE": "ops.shape_errors",
+    "INVALID_SHAPE": "ops.shape_errors",
+    "INDEX_OUT_OF_RANGE": "ops.shape_errors",
+    "NONLEAF_REQUIRES_GRAD": "grad.requires_grad_flag_on_leaves",
+    "DETACH_VIEW_INPLACE": "detach.inplace_makes_leaf",
+    "RETAIN_GRAD_NO_GRAD": "grad.retain_grad",
+    "LEAF_MOVED": "leaf.inplace_raises",
+}
+
+
+def relation_of(op: str) -> str:
+    if op in RELATION:
+        return RELATION[op]
+    if op == "leaf":
+        return "op"
+    return "view" if OPS[op].view else "op"
+
+
+class Facts:
+    """What attribution needs to know about a run, computed on demand."""
+
+    def __init__(self, run: Run, d: Discrepancy) -> None:
+        self.run, self.d = run, d
+        self.steps = run.program.steps
+        self.step = self.steps[d.step]
+        self.origins = run.origins
+
+    # -- lineage --------------------------------------------------------
+    def chain(self, i: int) -> list[int]:
+        """i, its first operand, that one's first operand... up to a leaf."""
+        out = [i]
+        while self.origins[out[-1]].parents and self.origins[out[-1]].op != "leaf":
+            parent = self.origins[out[-1]].parents[0]
+            if parent in out:
+                break
+            out.append(parent)
+        return out
+
+    def ancestry(self, i: int) -> set[int]:
+        """Every pool tensor `i` was computed from, operands of all kinds."""
+        seen, stack = set(), [i]
+        while stack:
+            j = stack.pop()
+            if j in seen or j >= len(self.origins):
+                continue
+            seen.add(j)
+            stack.extend(self.origins[j].parents)
+            # tensors written in place into j also feed it
+            for step in self.steps[: self.d.step + 1]:
+                if self._writes(step) == j:
+                    stack.extend(step.tensors[1:])
+        return seen
+
+    def path(self, i: int, j: int) -> list[tuple[int, int]] | None:
+        """Links (child, parent) between i and j through their lowest common
+        ancestor, or None if they share none."""
+        a, b = self.chain(i), self.chain(j)
+        common = next((x for x in a if x in b), None)
+        if common is None:
+            return None
+        links = []
+        for c in (a, b):
+            k = c.index(common)
+            links += [(c[n], c[n + 1]) for n in range(k)]
+        return links
+
+    def relation(self, i: int, j: int, prop: str) -> str:
+        links = self.path(i, j)
+        if links is None:
+            return "copy" if self._copied_between(i, j) else "op"
+        for child, parent in links:
+            if self._link_misbehaves(child, parent, prop):
+                return relation_of(self.origins[child].op)
+        kinds = {relation_of(self.origins[c].op) for c, _ in links}
+        kinds |= {"set_data"} if any(s.op == "set_data" for s in self._steps_on(i, j)) else set()
+        return next((k for k in PRIORITY if k in kinds), "op")
+
+    def _steps_on(self, i: int, j: int):
+        return [s for s in self.steps[: self.d.step + 1] if set(s.tensors) & {i, j}]
+
+    def _copied_between(self, i: int, j: int) -> bool:
+        return any(
+            s.op == "copy_" and set(s.tensors[:2]) == {i, j} for s in self.steps[: self.d.step + 1]
+        )
+
+    def _link_misbehaves(self, child: int, parent: int, prop: str) -> bool:
+        ours, theirs = self.run.observed
+        if prop in ("storage", "write"):
+            return (ours[child].storage == ours[parent].storage) != (
+                theirs[child].storage == theirs[parent].storage
+            )
+        if prop == "version":
+            prev_o, prev_t = self._previous()
+            if max(child, parent) >= len(prev_o):
+                return False
+            d_o = [ours[k].version - prev_o[k].version for k in (child, parent)]
+            d_t = [theirs[k].version - prev_t[k].version for k in (child, parent)]
+            return (d_o[0] == d_o[1]) != (d_t[0] == d_t[1])
+        return False
+
+    def _previous(self):
+        return self.run.previous
+
+    # -- steps ------------------------------------------------------------
+    @staticmethod
+    def _writes(step) -> int | None:
+        """The pool index a step writes into, if it writes."""
+        if step.op == "leaf":
+            return None
+        spec = OPS[step.op]
+        if spec.inplace or step.op in ("set_data", "detach_"):
+            return step.tensors[0]
+        return None
+
+    def written(self) -> int | None:
+        return self._writes(self.step)
+
+    def new_result(self, i: int) -> bool:
+        return self.origins[i].step == self.d.step
+
+    def writes_through(self, kind: str) -> bool:
+        """Some earlier step wrote in place into a tensor made by `kind` (or
+        into a view of one)."""
+        for step in self.steps[: self.d.step]:
+            target = self._writes(step)
+            if target is not None and any(self.origins[k].op == kind for k in self.chain(target)):
+                return True
+        return False
+
+    def via(self, i: int, kinds: tuple[str, ...]) -> bool:
+        return any(self.origins[k].op in kinds for k in self.ancestry(i))
+
+
+def attribute(run: Run, d: Discrepancy) -> str:
+    f = Facts(run, d)
+    kind = d.kind
+    if kind == "raise":
+        return _raise(f)
+    if kind == "identity":
+        return "copy.values_copied" if f.step.op == "copy_" else "ops.inplace_writes_self"
+    if kind == "storage_moved":
+        if f.step.op == "copy_":
+            return "copy.keeps_storage"
+        return "data.shares_storage" if f.step.op == "set_data" else "ops.inplace_writes_self"
+    if kind == "sharing":
+        return BY_RELATION["storage"][f.relation(*d.tensors, "storage")]
+    if kind in ("values", "shape", "dtype", "device"):
+        return _values(f, d.tensors[0])
+    if kind == "version":
+        return _version(f, d.tensors[0])
+    if kind in ("requires_grad", "is_leaf", "has_grad_fn"):
+        return _autograd_flags(f, d.tensors[0])
+    if kind == "base":
+        return (
+            "detach.never_requires_grad"
+            if f.origins[d.tensors[0]].op == "detach"
+            else ("view.base_is_root")
+        )
+    if kind == "strides":
+        return (
+            "clone.preserves_strides"
+            if f.origins[d.tensors[0]].op == "clone"
+            else ("view.shares_storage_and_version")
+        )
+    if kind == "grad_meta":
+        return "grad.matches_leaf"
+    if kind == "grad":
+        return _grad(f, d.tensors[0])
+    return "ops.values"
+
+
+def _raise(f: Facts) -> str:
+    expected, actual, op = f.d.expected, f.d.actual, f.step.op
+    if expected is not None:
+        if expected == "INPLACE_ON_LEAF":
+            return "copy.into_grad_leaf_raises" if op == "copy_" else "leaf.inplace_raises"
+        if expected == "SAVED_TENSOR_MODIFIED":
+            return (
+                "detach.write_then_backward_raises"
+                if f.writes_through("detach")
+                else "version.saved_modified_raises"
+            )
+        if expected == "NO_GRAD_FN":
+            root = f.step.tensors[0]
+            return (
+                "detach.blocks_gradient"
+                if f.via(root, ("detach", "data"))
+                else ("grad.requires_graph")
+            )
+        return RAISED.get(expected, "ops.values")
+    if actual == "SAVED_TENSOR_MODIFIED":
+        return "data.write_is_silent" if f.writes_through("data") else "version.unsaved_modified_ok"
+    if actual in ("INPLACE_ON_LEAF", "INPLACE_ON_LEAF_VIEW") and f.step.no_grad:
+        return "nograd.inplace_on_leaf_allowed"
+    if actual in RAISED and actual not in ("NOT_BROADCASTABLE", "SHAPE_MISMATCH"):
+        return RAISED[actual]
+    if op in ("backward", "backward_g"):
+        return "grad.formula"
+    if op == "copy_":
+        return "copy.values_copied"
+    if op == "clone":
+        return "clone.same_values"
+    if op != "leaf" and OPS[op].view:
+        return "view.shares_storage_and_version"
+    return "ops.values"
+
+
+def _values(f: Facts, i: int) -> str:
+    op = f.origins[i].op
+    if f.new_result(i):
+        return {
+            "clone": "clone.same_values",
+            "detach": "detach.shares_storage",
+            "data": "data.shares_storage",
+        }.get(op, "view.shares_storage_and_version" if relation_of(op) == "view" else "ops.values")
+    target = f.written()
+    if target is None:
+        return "ops.out_of_place_new_tensor"
+    if target == i:
+        return {"copy_": "copy.values_copied", "set_data": "data.shares_storage"}.get(
+            f.step.op, "ops.values"
+        )
+    return BY_RELATION["write"][f.relation(i, target, "write")]
+
+
+def _version(f: Facts, i: int) -> str:
+    target = f.written()
+    if target is None:
+        return "version.unchanged_out_of_place"
+    if target == i:
+        return "version.no_grad_bumps" if f.step.no_grad else "version.bumps_on_inplace"
+    return BY_RELATION["version"][f.relation(i, target, "version")]
+
+
+def _autograd_flags(f: Facts, i: int) -> str:
+    op = f.step.op
+    if f.new_result(i):
+        special = {
+            "clone": "clone.result_in_graph",
+            "detach": "detach.never_requires_grad",
+            "data": "data.never_requires_grad",
+        }
+        if op in special:
+            return special[op]
+        if f.step.no_grad:
+            return "nograd.results_dont_require_grad"
+        if f.via(i, ("detach", "data")):
+            return "detach.blocks_gradient"
+        return "grad.requires_grad_propagates"
+    target = f.written()
+    if target == i:
+        if op == "copy_":
+            return "copy.result_in_graph"
+        if op == "detach_":
+            return "detach.inplace_makes_leaf"
+        if op == "requires_grad_":
+            return "dtype.only_float_complex_require_grad"
+        if f.step.no_grad:
+            return "nograd.inplace_on_leaf_allowed"
+        return "grad.requires_grad_propagates"
+    if op == "requires_grad_":
+        return "dtype.only_float_complex_require_grad"
+    if target is not None:
+        return "view.inplace_updates_base_grad"
+    return "grad.requires_grad_propagates"
+
+
+def _grad(f: Facts, i: int) -> str:
+    run, d = f.run, f.d
+    before_o = run.previous[0]
+    ours, theirs = run.observed[0][i], run.observed[1][i]
+    if ours.grad is None and theirs.grad is not None:
+        if ours.is_leaf is False:
+            return "grad.leaves_only"
+        return (
+            "detach.blocks_gradient"
+            if f.via(f.step.tensors[0], ("detach", "data"))
+            else ("grad.formula")
+        )
+    if ours.grad is not None and theirs.grad is None and ours.is_leaf is False:
+        return "grad.retain_grad"
+    if i < len(before_o) and before_o[i].grad is not None:
+        increment = ours.grad - before_o[i].grad
+        if theirs.grad is not None and np.allclose(theirs.grad, increment, equal_nan=True):
+            return "grad.accumulates_across_backward"
+    copies = [s for s in f.steps[: d.step] if s.op == "copy_"]
+    if copies:
+        sources = set().union(*(f.ancestry(s.tensors[1]) for s in copies))
+        return "copy.grad_flows_to_src" if i in sources else "copy.overwritten_gets_no_grad"
+    if any(s.op == "clone" for s in f.steps[: d.step]):
+        return "clone.grad_flows_to_source"
+    if f.writes_through("data"):
+        return "data.write_changes_gradient"
+    for step in f.steps[: d.step]:
+        target = f._writes(step)
+        if target is not None and run.oracle_pool[target].is_view:
+            return "view.inplace_updates_base_grad"
+    uses = sum(s.tensors.count(i) for s in f.steps[: d.step] if s.op != "leaf")
+    if uses > 1:
+        return "grad.accumulates_across_paths"
+    return "grad.formula"

@@ -1,0 +1,324 @@
+"""Run a program on torch and on the oracle, step by step, and compare.
+
+After every step, for every tensor in the pool: values (within the dtype's
+tolerance), shape, dtype, device, strides where torch documents them,
+requires_grad, is_leaf, grad_fn, .grad, the version counter (equal, or
+increased where torch may bump more than once) and the storage identity;
+for every pair, whether they share storage. A step raises in torch if and
+only if the oracle predicts an error of the same class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from conformance.check import close, dense
+from conformance.differential.observe import Observed, error_kind, observe_oracle, observe_torch
+from conformance.differential.torch_calls import compiled
+from oracle import OPS, Engine, OracleError, OTensor, tolerance
+from strategies.programs import Program, Step
+from strategies.tensors import TORCH_DTYPES
+
+BACKWARD_OPS = ("backward", "backward_g")
+# Ops after which torch documents the result's strides.
+STRIDED_ORIGINS = ("leaf", "clone")
+
+
+def retired_by(step: Step) -> set[int]:
+    """Tensors a step hands over to torch for good.
+
+    A gradient passed to backward may become (a view of) a leaf's .grad, and
+    later backward calls accumulate into it in place: torch's AccumulateGrad
+    steals a gradient nobody else holds. Programs give backward a new tensor
+    and never touch or compare it again.
+    """
+    return {step.tensors[1]} if step.op == "backward_g" else set()
+
+
+@dataclass
+class Discrepancy:
+    step: int  # index of the step after which torch and the oracle differ
+    kind: str  # raise, identity, storage_moved, sharing, values, shape, dtype, strides, ...
+    tensors: tuple[int, ...]  # pool indices involved
+    expected: object
+    actual: object
+    message: str
+
+
+@dataclass
+class Origin:
+    """How a pool tensor came to be: the step, its op and its tensor operands."""
+
+    step: int
+    op: str
+    parents: tuple[int, ...]
+    strides_documented: bool = False
+
+
+@dataclass
+class Run:
+    program: Program
+    torch_pool: list[torch.Tensor] = field(default_factory=list)
+    oracle_pool: list = field(default_factory=list)
+    origins: list[Origin] = field(default_factory=list)
+    engine: Engine = field(default_factory=Engine)
+    retired: set[int] = field(default_factory=set)
+    steps_checked: int = 0
+    # (oracle, torch) observations after the last step compared, and before it
+    observed: tuple[list[Observed], list[Observed]] = ([], [])
+    previous: tuple[list[Observed], list[Observed]] = ([], [])
+
+
+def _torch_step(run: Run, step: Step) -> tuple[object, BaseException | None]:
+    if step.op == "leaf":
+        leaf = step.leaf
+        return (
+            torch.tensor(
+                leaf.values,
+                dtype=TORCH_DTYPES[leaf.dtype],
+                device=leaf.device,
+                requires_grad=leaf.requires_grad,
+            ),
+            None,
+        )
+    args = [run.torch_pool[i] for i in step.tensors] + list(step.params)
+    try:
+        with torch.set_grad_enabled(not step.no_grad and torch.is_grad_enabled()):
+            return compiled(step.op)(*args), None
+    except Exception as error:  # noqa: BLE001 - every torch error is an outcome to compare
+        return None, error
+
+
+def _oracle_step(run: Run, step: Step) -> tuple[object, OracleError | None]:
+    engine = run.engine
+    try:
+        if step.op == "leaf":
+            leaf = step.leaf
+            return engine.leaf(leaf.values, leaf.dtype, leaf.requires_grad, leaf.device), None
+        tensors = [run.oracle_pool[i] for i in step.tensors]
+        if step.no_grad:
+            with engine.no_grad():
+                return engine.call(step.op, tensors, step.params), None
+        return engine.call(step.op, tensors, step.params), None
+    except OracleError as error:
+        return None, error
+
+
+def execute(program: Program, stop_at_first: bool = True) -> tuple[Run, Discrepancy | None]:
+    """Run `program` on torch and the oracle; return the first discrepancy."""
+    run = Run(program)
+    for number, step in enumerate(program.steps):
+        t_result, t_error = _torch_step(run, step)
+        o_result, o_error = _oracle_step(run, step)
+        found = _compare_outcome(run, number, step, t_result, t_error, o_result, o_error)
+        if found is not None:
+            return run, found
+        if isinstance(o_result, OTensor) and all(o_result is not t for t in run.oracle_pool):
+            run.torch_pool.append(t_result)
+            run.oracle_pool.append(o_result)
+            run.origins.append(
+                Origin(number, step.op, step.tensors, _strides_documented(run, step))
+            )
+        run.retired |= retired_by(step)
+        undefined = run.engine.undefined
+        found = _compare_pool(run, number, step, skip_values=bool(undefined))
+        run.steps_checked += 1
+        if found is not None:
+            return run, found
+        if undefined or (o_error is not None and step.op in BACKWARD_OPS):
+            break  # the rest would depend on values or state torch leaves undefined
+    return run, None
+
+
+def _compare_outcome(run, number, step, t_result, t_error, o_result, o_error):
+    expected = None if o_error is None else o_error.kind.name
+    actual = None if t_error is None else error_kind(t_error)
+    if expected != actual:
+        detail = f"torch raised {actual}: {t_error}" if t_error else "torch did not raise"
+        return Discrepancy(
+            number,
+            "raise",
+            step.tensors,
+            expected,
+            actual,
+            f"expected {expected or 'no error'}; {detail}",
+        )
+    returns_operand = step.tensors and o_result is run.oracle_pool[step.tensors[0]]
+    if o_error is None and returns_operand:
+        if t_result is not run.torch_pool[step.tensors[0]]:
+            return Discrepancy(
+                number,
+                "identity",
+                step.tensors[:1],
+                "self",
+                "another tensor",
+                f"{step.op} did not return the tensor it wrote",
+            )
+    return None
+
+
+def _version_ok(step: Step, expected_delta: int, actual_delta: int) -> bool:
+    if expected_delta == 0 or step.op == "leaf":
+        return actual_delta == expected_delta
+    exact = OPS[step.op].exact_bump
+    return actual_delta == expected_delta if exact else actual_delta >= expected_delta
+
+
+def _compare_pool(run: Run, number: int, step: Step, skip_values: bool) -> Discrepancy | None:
+    theirs, ours = observe_torch(run.torch_pool), observe_oracle(run.oracle_pool)
+    run.previous = run.observed
+    run.observed = (ours, theirs)
+    before_o, before_t = run.previous
+    live = [i for i in range(len(ours)) if i not in run.retired]
+
+    def found(kind, tensors, expected, actual, message):
+        return Discrepancy(number, kind, tuple(tensors), expected, actual, message)
+
+    # storage: a tensor keeps its memory unless the oracle says it moved (x.data = y)
+    for i in (i for i in live if i < len(before_o)):
+        moved_o = ours[i].storage != before_o[i].storage
+        moved_t = theirs[i].storage != before_t[i].storage
+        if moved_o != moved_t:
+            return found(
+                "storage_moved",
+                [i],
+                moved_o,
+                moved_t,
+                f"t{i} {'kept' if moved_o else 'changed'} its storage",
+            )
+    for a, i in enumerate(live):
+        for j in live[a + 1 :]:
+            shared_o = ours[i].storage == ours[j].storage
+            shared_t = theirs[i].storage == theirs[j].storage
+            if shared_o != shared_t:
+                return found(
+                    "sharing",
+                    [i, j],
+                    shared_o,
+                    shared_t,
+                    f"t{i} and t{j} {'share' if shared_t else 'do not share'} storage; "
+                    f"expected {'shared' if shared_o else 'separate'} memory",
+                )
+    for i in live:
+        o, t = ours[i], theirs[i]
+        for name in ("shape", "dtype", "device"):
+            if getattr(o, name) != getattr(t, name):
+                return found(
+                    name,
+                    [i],
+                    getattr(o, name),
+                    getattr(t, name),
+                    f"t{i}.{name} is {getattr(t, name)}, expected {getattr(o, name)}",
+                )
+    for i in live:
+        o, t = ours[i], theirs[i]
+        if not skip_values and not close(t.values, o.values, o.dtype, tolerance(o.dtype)):
+            return found(
+                "values",
+                [i],
+                o.values,
+                t.values,
+                f"t{i} holds {t.values.tolist()!r}, expected {o.values.tolist()!r}",
+            )
+    for i in live:
+        o, t = ours[i], theirs[i]
+        if i < len(before_o):
+            d_o, d_t = o.version - before_o[i].version, t.version - before_t[i].version
+        else:
+            d_o = d_t = 0
+            if step.op == "leaf" or o.version == t.version:
+                pass
+            elif not _version_ok(step, o.version, t.version):
+                return found(
+                    "version",
+                    [i],
+                    o.version,
+                    t.version,
+                    f"new t{i} is at version {t.version}, expected {o.version}",
+                )
+        if not _version_ok(step, d_o, d_t):
+            return found("version", [i], d_o, d_t, f"t{i}'s version moved by {d_t}, expected {d_o}")
+    for i in live:
+        o, t = ours[i], theirs[i]
+        for name in ("requires_grad", "is_leaf", "has_grad_fn"):
+            if getattr(o, name) != getattr(t, name):
+                return found(
+                    name,
+                    [i],
+                    getattr(o, name),
+                    getattr(t, name),
+                    f"t{i}.{name} is {getattr(t, name)}, expected {getattr(o, name)}",
+                )
+        if (o.base is None) != (t.base is None) or (o.base not in (None, -1) and o.base != t.base):
+            return found(
+                "base",
+                [i],
+                o.base,
+                t.base,
+                f"t{i}._base is {_base_name(t.base)}, expected {_base_name(o.base)}",
+            )
+    for i in live:
+        o, t = ours[i], theirs[i]
+        if (o.grad is None) != (t.grad is None):
+            return found(
+                "grad",
+                [i],
+                o.grad,
+                t.grad,
+                f"t{i}.grad is {'None' if t.grad is None else 'set'}, expected "
+                f"{'None' if o.grad is None else o.grad.tolist()}",
+            )
+        if o.grad is None:
+            continue
+        if o.grad_meta != t.grad_meta:
+            return found(
+                "grad_meta",
+                [i],
+                o.grad_meta,
+                t.grad_meta,
+                f"t{i}.grad is (shape, dtype, device) {t.grad_meta}, expected {o.grad_meta}",
+            )
+        if not skip_values and not close(t.grad, o.grad, o.dtype, tolerance(o.dtype)):
+            return found(
+                "grad",
+                [i],
+                o.grad,
+                t.grad,
+                f"t{i}.grad is {t.grad.tolist()!r}, expected {o.grad.tolist()!r}",
+            )
+    for i in live:
+        o, t = ours[i], theirs[i]
+        if run.origins[i].strides_documented and not _same_strides(o, t):
+            return found(
+                "strides",
+                [i],
+                o.strides,
+                t.strides,
+                f"t{i} has strides {t.strides}, expected {o.strides}",
+            )
+    return None
+
+
+def _base_name(base: int | None) -> str:
+    return "None" if base is None else ("a tensor outside the pool" if base < 0 else f"t{base}")
+
+
+def _strides_documented(run: Run, step: Step) -> bool:
+    """Leaves and views have documented strides; a clone keeps a dense source's."""
+    if step.op == "leaf":
+        return True
+    if OPS[step.op].view and step.op != "reshape":
+        return True
+    if step.op == "clone":
+        source = run.oracle_pool[step.tensors[0]]
+        return dense(source.shape, source.strides)
+    return False
+
+
+def _same_strides(o: Observed, t: Observed) -> bool:
+    if int(np.prod(o.shape)) == 0:
+        return True
+    return all(a == b for a, b, n in zip(o.strides, t.strides, o.shape, strict=False) if n > 1)

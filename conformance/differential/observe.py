@@ -1,0 +1,111 @@
+"""What can be observed of a tensor, read the same way from torch and from the
+oracle, so the two can be compared field by field."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from oracle import OracleError, OTensor, classify
+from strategies.tensors import DTYPE_NAMES, to_numpy
+
+RAISES = "raises"  # an attribute whose read raised (torch and the oracle agree it must)
+
+
+@dataclass
+class Observed:
+    shape: tuple[int, ...]
+    dtype: str
+    device: str
+    values: np.ndarray
+    strides: tuple[int, ...]
+    requires_grad: bool
+    is_leaf: object  # bool, or RAISES
+    has_grad_fn: object  # bool, or RAISES
+    grad: np.ndarray | None
+    grad_meta: tuple | None  # (shape, dtype, device) of .grad
+    version: int
+    storage: int  # identity of the storage, comparable within one side
+    base: int | None  # pool index of _base; -1 when not in the pool; None without one
+
+
+def _read(read):
+    try:
+        return read()
+    except (RuntimeError, OracleError):
+        return RAISES
+
+
+def _device(device: torch.device) -> str:
+    return device.type if device.index is None or device.type == "cpu" else str(device)
+
+
+def observe_torch(pool: list[torch.Tensor]) -> list[Observed]:
+    index = {id(t): i for i, t in enumerate(pool)}
+    seen = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # reading a non-leaf's .grad warns
+        for t in pool:
+            grad = t.grad
+            base = t._base
+            seen.append(
+                Observed(
+                    shape=tuple(t.shape),
+                    dtype=DTYPE_NAMES[t.dtype],
+                    device=_device(t.device),
+                    values=to_numpy(t),
+                    strides=tuple(t.stride()),
+                    requires_grad=t.requires_grad,
+                    is_leaf=_read(lambda t=t: t.is_leaf),
+                    has_grad_fn=_read(lambda t=t: t.grad_fn is not None),
+                    grad=None if grad is None else to_numpy(grad),
+                    grad_meta=None
+                    if grad is None
+                    else (
+                        tuple(grad.shape),
+                        DTYPE_NAMES.get(grad.dtype, str(grad.dtype)),
+                        _device(grad.device),
+                    ),
+                    version=t._version,
+                    storage=t.untyped_storage()._cdata,
+                    base=None if base is None else index.get(id(base), -1),
+                )
+            )
+    return seen
+
+
+def observe_oracle(pool: list[OTensor]) -> list[Observed]:
+    index = {id(t): i for i, t in enumerate(pool)}
+    seen = []
+    for t in pool:
+        grad = t.grad
+        seen.append(
+            Observed(
+                shape=tuple(t.shape),
+                dtype=t.dtype,
+                device=t.device,
+                values=t.values(),
+                strides=tuple(t.strides),
+                requires_grad=t.requires_grad,
+                is_leaf=_read(lambda t=t: t.is_leaf),
+                has_grad_fn=_read(lambda t=t: t.has_grad_fn),
+                grad=None if grad is None else np.array(grad),
+                grad_meta=None if grad is None else (tuple(np.shape(grad)), t.dtype, t.device),
+                version=t.version,
+                storage=id(t.storage),
+                base=None if t.base is None else index.get(id(t.base), -1),
+            )
+        )
+    return seen
+
+
+def error_kind(error: BaseException) -> str:
+    """The oracle's name for a torch error's class, or the exception's type."""
+    if isinstance(error, RuntimeError):
+        found = classify(str(error))
+        if found is not None:
+            return found.name
+    return f"unclassified {type(error).__name__}"

@@ -1,0 +1,56 @@
+"""The differential: chains of operations run on torch and on the reference
+model in lockstep, compared after every step. A failure shrinks to a minimal
+chain, names the rule it breaks, and comes with a standalone repro script."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.check import InvariantViolation
+from conformance.differential.attribution import attribute
+from conformance.differential.generate import programs
+from conformance.differential.listing import listing, repro_script
+from conformance.differential.lockstep import execute
+from conformance.harness import COVERAGE_STEPS, Example
+from conformance.invariants import CATALOGUE, INVARIANTS
+from conformance.selection import current
+from oracle import tolerance
+
+
+# The differential runs as several shards, so that xdist spreads it over the
+# workers, each with a multiple of the profile's example count: it is the
+# part of the suite that finds what no single-rule test looks for.
+SHARDS = 4
+EXAMPLES_PER_SHARD = 4  # times the profile's max_examples
+
+
+@pytest.mark.invariant(*(inv.id for inv in CATALOGUE if inv.family != "inference"))
+@pytest.mark.parametrize("shard", range(SHARDS))
+@given(data=st.data())
+@settings(max_examples=settings.default.max_examples * EXAMPLES_PER_SHARD)
+def test_torch_agrees_with_the_reference_model(device, shard, data):
+    ex = Example(data, device)
+    others = tuple(d for d in current().present if d != device)
+    program = ex.draw(programs((device, *others), ex.dtypes(), salt=shard), "program")
+    for step in program.steps:
+        if step.op == "leaf":
+            ex.record(step.leaf.dtype)
+    run, found = execute(program)
+    COVERAGE_STEPS.append(run.steps_checked)
+    if found is None:
+        return
+    invariant = attribute(run, found)
+    dtype = run.observed[0][found.tensors[0]].dtype if found.tensors else "float64"
+    script = repro_script(
+        program, found, invariant, INVARIANTS[invariant].statement, tolerance(dtype)
+    )
+    example = "\n".join(listing(program))
+    raise InvariantViolation(
+        invariant,
+        f"after step {found.step}: {found.message}\n\nminimal chain:\n{example}\n\n"
+        f"repro script:\n{script}",
+        example=example,
+        repro=script,
+    )

@@ -1,0 +1,355 @@
+"""Engine: runs OPS rows against the model, checking everything before it writes."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+
+from . import geometry as geo
+from . import views
+from .dtypes import DTYPES, differentiable, kind, op_values, round_to
+from .errors import ErrorKind, OracleError
+from .graph import Node, Saved, copy_slices, flat_index, run_backward, target_meta, validate
+from .ops import OPS, OpSpec, matmul_layout, out_dtype
+from .tensor import OTensor, VersionCounter, new_tensor
+
+
+def _geom(t: OTensor) -> tuple:
+    return (t.storage, t.offset, t.shape, t.strides)
+
+
+class Engine:
+    """A model of torch's eager autograd state: grad mode plus the tensors it made."""
+
+    def __init__(self) -> None:
+        self.grad_enabled = True
+        self.undefined: str | None = None  # why torch's result of the last call is unpredictable
+        self._retainers: weakref.WeakSet[OTensor] = weakref.WeakSet()
+
+    @contextlib.contextmanager
+    def no_grad(self) -> Iterator[None]:
+        prev, self.grad_enabled = self.grad_enabled, False
+        try:
+            yield
+        finally:
+            self.grad_enabled = prev
+
+    def leaf(self, values: object, dtype: str, requires_grad: bool = False,
+             device: str = "cpu") -> OTensor:
+        if dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {dtype}")
+        if requires_grad and not differentiable(dtype):
+            raise OracleError(ErrorKind.DTYPE_CANNOT_REQUIRE_GRAD)
+        values = round_to(values, dtype)
+        t = new_tensor(values, dtype, geo.contiguous_strides(values.shape), device)
+        t._rg = requires_grad
+        return t
+
+    def call(self, op: str, tensors: Sequence[OTensor],
+             params: Sequence[object] = ()) -> OTensor | None:
+        spec, ts, p = OPS[op], list(tensors), tuple(params)
+        if len(ts) != spec.arity or len(p) != len(spec.params):
+            raise TypeError(f"{op} takes {spec.arity} tensors and params {spec.params}")
+        if kind(ts[0].dtype) not in spec.dtypes:
+            raise TypeError(f"{op} does not take {ts[0].dtype}")
+        self.undefined = None
+        try:
+            return getattr(self, "_op_" + spec.impl)(spec, ts, p)
+        except OracleError:
+            self.undefined = None
+            raise
+
+    # ---- shared steps ---------------------------------------------------------
+    def _needs_grad(self, ts: Sequence[OTensor]) -> bool:
+        return self.grad_enabled and any(t.requires_grad for t in ts)
+
+    def _edge_once(self, t: OTensor) -> Callable[[], list | None]:
+        """[t's gradient edge] if an op on t records a node, else None; the edge is taken
+        (which may regenerate t's grad_fn) at the first call only."""
+        got: list = []
+
+        def edge() -> list | None:
+            if not got:
+                got.append([t.edge()] if self._needs_grad([t]) else None)
+            return got[0]
+
+        return edge
+
+    @staticmethod
+    def _node(spec: OpSpec, ts: list, p: tuple, edges: list, saves: dict, out: OTensor) -> Node:
+        shapes, bwd = [t.shape for t in ts], spec.bwd
+        return Node(spec.name, edges, lambda g, sv, needs: bwd(g, sv, p, needs, shapes),
+                    (out.shape, out.dtype), saves)
+
+    @staticmethod
+    def _saves(spec: OpSpec, ts: list, p: tuple, edges: list, copies: tuple) -> dict:
+        """Save what torch saves, before the op runs ('result' is saved after it).
+        copies[i]: operand i is saved as a private copy (in place: the original self)."""
+        out = {}
+        for token in spec.saves:
+            what, _, cond = token.partition("_if_")
+            if what == "result" or (cond and edges[0 if cond.startswith("self") else 1] is None):
+                continue
+            if what == "other" and spec.scalar_operand:  # the wrapped-number tensor
+                t = new_tensor(round_to(np.asarray(p[0]), ts[0].dtype), ts[0].dtype, ())
+                out[what] = Saved(t, copy=True)
+            else:
+                i = 0 if what == "self" else 1
+                out[what] = Saved(ts[i], copy=copies[i])
+        return out
+
+    def _result(self, spec: OpSpec, ts: list, p: tuple, values: np.ndarray, dtype: str,
+                strides: tuple, edges: list | None, saves: dict) -> OTensor:
+        out = new_tensor(round_to(values, dtype), dtype, strides, ts[0].device)
+        if edges is not None and differentiable(dtype):
+            if "result" in spec.saves:
+                saves["result"] = Saved(out, output=True)
+            out._fn = self._node(spec, ts, p, edges, saves, out)
+        return out
+
+    def _check_unstable(self, spec: OpSpec, ts: list) -> None:
+        """sin/cos far from zero: torch's (SLEEF) and numpy's last digits part ways."""
+        name = spec.name.rstrip("_")
+        if name in ("sin", "cos") or (
+                kind(ts[0].dtype) == "complex" and name in ("exp", "tanh", "sigmoid", "pow")):
+            v = ts[0].values()
+            parts = np.concatenate([v.real.ravel(), v.imag.ravel()])
+            if np.any(np.abs(parts[np.isfinite(parts)]) > 1e6):
+                self.undefined = f"{spec.name} of values beyond 1e6"
+
+    # ---- out of place ------------------------------------------------------------
+    def _op_pointwise(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        if spec.name == "matmul" and not all(t.shape for t in ts):
+            raise OracleError(ErrorKind.SHAPE_MISMATCH, "need to be at least 1D")
+        edges = [t.edge() for t in ts] if self._needs_grad(ts) else None  # before the kernel
+        shape = spec.check([t.shape for t in ts], p) if spec.check else ts[0].shape
+        with np.errstate(all="ignore"):
+            values = np.asarray(spec.fwd([op_values(t.values(), t.dtype) for t in ts], p,
+                                         ts[0].dtype)).reshape(shape)
+        version, copies = 0, (False, False)
+        if spec.name == "matmul":
+            strides, version, copies = matmul_layout(
+                *[(t.shape, t.strides) for t in ts], [t.requires_grad for t in ts], shape)
+        elif spec.layout == "contiguous":
+            strides = geo.contiguous_strides(shape)
+        elif spec.name == "abs" and kind(ts[0].dtype) == "complex":  # empty_like(self)
+            strides = geo.preserve_strides(ts[0].shape, ts[0].strides)
+        else:
+            operands = [(t.shape, t.strides) for t in ts] + [((), ())] * spec.scalar_operand
+            strides = geo.elementwise_strides(shape, operands)
+        saves = self._saves(spec, ts, p, edges, copies) if edges is not None else {}
+        dtype = out_dtype(spec, ts[0].dtype)
+        self._check_unstable(spec, ts)
+        if version < 0:  # matmul hands back the transposed view of its real result
+            bwd = spec.bwd
+            spec = dataclasses.replace(spec, bwd=lambda g, *a: bwd(np.swapaxes(g, -1, -2), *a))
+            hidden = self._result(spec, ts, p, np.swapaxes(values, -1, -2), dtype,
+                                  geo.contiguous_strides(shape[:-2] + shape[:-3:-1]), edges, saves)
+            geom = (shape, strides, 0, lambda g, in_shape: np.swapaxes(g, -1, -2))
+            return self._view_result("mT", hidden, geom, self._edge_once(hidden)())
+        out = self._result(spec, ts, p, values, dtype, strides, edges, saves)
+        out.counter.value = version  # 1 where torch finished with an in-place squeeze_
+        return out
+
+    def _op_clone(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        t = ts[0]
+        edges = [t.edge()] if self._needs_grad(ts) else None
+        strides = geo.preserve_strides(t.shape, t.strides)
+        return self._result(spec, ts, p, t.values(), t.dtype, strides, edges, {})
+
+    def _op_zeros_like(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        t = ts[0]
+        strides = geo.preserve_strides(t.shape, t.strides)
+        return new_tensor(np.zeros_like(t.values()), t.dtype, strides, t.device)
+
+    # ---- aliasing ----------------------------------------------------------------
+    def _op_detach(self, spec: OpSpec, ts: list, p: tuple, counter: object = None) -> OTensor:
+        t = ts[0]
+        return OTensor(t.storage, t.offset, t.shape, t.strides, t.dtype, counter or t.counter,
+                       t.device)
+
+    def _op_data(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        return self._op_detach(spec, ts, p, VersionCounter())  # .data: a fresh counter
+
+    def _op_detach_(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        t = ts[0]
+        if t.base is not None:
+            raise OracleError(ErrorKind.DETACH_VIEW_INPLACE)
+        t._rg, t._fn = False, None
+        return t
+
+    def _op_set_data(self, spec: OpSpec, ts: list, p: tuple) -> None:
+        a, b = ts
+        if a.requires_grad and not differentiable(b.dtype):
+            raise OracleError(ErrorKind.DTYPE_CANNOT_REQUIRE_GRAD, "must be floating point")
+        if b.dtype != a.dtype:
+            a._acc = None  # torch drops the leaf's AccumulateGrad
+        a.storage, a.offset, a.shape, a.strides, a.dtype = (*_geom(b), b.dtype)
+
+    def _op_view(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        t, edge = ts[0], self._edge_once(ts[0])
+        if spec.name == "getitem":
+            geom = views.getitem(t.shape, t.strides, t.offset, p[0], edge)
+        elif spec.name == "reshape" and not geo.is_contiguous(t.shape, t.strides):
+            geom = spec.geom(t.shape, t.strides, t.offset, *p)  # infer_size before any op
+        else:  # view ops record their node before the kernel checks (contiguous reshape: view)
+            edge()
+            geom = spec.geom(t.shape, t.strides, t.offset, *p)
+        return self._view_result(spec.name, t, geom, edge())
+
+    def _view_result(self, name: str, t: OTensor, geom: tuple, edges: list | None) -> OTensor:
+        shape, strides, offset, back = geom
+        node = None
+        if edges is not None:
+            in_shape = t.shape
+            node = Node(name, edges, lambda g, sv, needs: [back(g, in_shape)], (shape, t.dtype))
+        if strides is None:  # a reshape that cannot be a view: a contiguous copy
+            out = new_tensor(t.values().reshape(shape), t.dtype, geo.contiguous_strides(shape),
+                             t.device)
+            out._fn = node
+            return out
+        v = OTensor(t.storage, offset, shape, strides, t.dtype, t.counter, t.device)
+        v.base = t.base if t.base is not None else t
+        v.no_grad_view = (t.base is not None and t.no_grad_view) or not self.grad_enabled
+        v.attr_version, v._fn = t.counter.value, node
+        return v
+
+    # ---- in place ------------------------------------------------------------------
+    def _check_inplace(self, t: OTensor, needs_grad: bool) -> None:
+        """torch's check_inplace; it reads the raw grad_fn fields (no regeneration)."""
+        if not needs_grad:
+            return
+        if t.base is not None:
+            if t.no_grad_view:
+                raise OracleError(ErrorKind.NO_GRAD_VIEW_INPLACE, "created in no_grad mode")
+            if t.requires_grad and t.base._fn is None:
+                raise OracleError(ErrorKind.INPLACE_ON_LEAF_VIEW)
+        if t.requires_grad and t._fn is None:
+            raise OracleError(ErrorKind.INPLACE_ON_LEAF)
+
+    def _check_write(self, t: OTensor, src: OTensor | None) -> None:
+        if geo.has_internal_overlap(t.shape, t.strides):
+            raise OracleError(ErrorKind.OVERLAPPING_WRITE)
+        if src is None or src is t:
+            return
+        status = geo.overlap_status(_geom(t), _geom(src))
+        if status == "partial":
+            raise OracleError(ErrorKind.PARTIAL_OVERLAP)
+        if status == "too_hard" and src.storage is t.storage and _geom(src) != _geom(t):
+            mine = flat_index(t.offset, t.shape, t.strides)
+            if np.intersect1d(mine, flat_index(src.offset, src.shape, src.strides)).size:
+                self.undefined = "the written tensor overlaps an input unchecked by torch"
+
+    @staticmethod
+    def _write(t: OTensor, values: np.ndarray) -> None:
+        with np.errstate(all="ignore"):
+            t.array()[...] = round_to(np.broadcast_to(values, t.shape), t.dtype)
+        t.counter.value += 1
+
+    def _rebase(self, t: OTensor, node: Node) -> None:
+        """rebase_history: the in-place node becomes t's history (its base's, for a view)."""
+        if t.base is None:
+            t._fn = node
+            t.retain_node = node if t.retain_node is not None else None
+            return
+        base = t.base
+        base._fn = cs = copy_slices(base, t, node)
+        base.retain_node = cs if base.retain_node is not None else None
+        t.grad_fn()  # torch regenerates the view's grad_fn right away
+
+    def _op_inplace(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        t, other = ts[0], (ts[1] if len(ts) > 1 else None)
+        need = self._needs_grad(ts)
+        self._check_inplace(t, need)
+        edges = [x.edge() for x in ts] if need else None
+        if spec.overlap_check:
+            self._check_write(t, other)
+        if other is not None and geo.broadcast_shapes(t.shape, other.shape) != t.shape:
+            bad = geo.broadcast_shapes(t.shape, other.shape) is None
+            raise OracleError(ErrorKind.NOT_BROADCASTABLE, "must match the size" if bad
+                              else "doesn't match the broadcast shape")
+        saves = self._saves(spec, ts, p, edges, (True, False)) if need else {}
+        with np.errstate(all="ignore"):
+            values = spec.fwd([op_values(x.values(), x.dtype) for x in ts], p, t.dtype)
+        self._check_unstable(spec, ts)
+        self._write(t, values)
+        if need:
+            if "result" in spec.saves:
+                saves["result"] = Saved(t, output=True)
+            self._rebase(t, self._node(spec, ts, p, edges, saves, t))
+        return t
+
+    def _op_copy_(self, spec: OpSpec, ts: list, p: tuple, fill: bool = False) -> OTensor:
+        t, src = ts
+        need = self._needs_grad(ts) and differentiable(t.dtype)
+        self._check_inplace(t, need)
+        edges = [x.edge() for x in ts] if need else None
+        if not (src is t or (_geom(src) == _geom(t) and src.dtype == t.dtype)):
+            self._check_write(t, None if fill else src)  # (the same data: no checks at all)
+            if geo.broadcast_shapes(t.shape, src.shape) != t.shape:
+                raise OracleError(ErrorKind.NOT_BROADCASTABLE, "must match the size")
+        self._write(t, src.values())
+        if need:
+            bwd = lambda g, sv, needs: [np.zeros_like(g), g]  # noqa: E731
+            self._rebase(t, Node("CopyBackwards", edges, bwd, (t.shape, t.dtype)))
+        return t
+
+    def _op_setitem(self, spec: OpSpec, ts: list, p: tuple) -> None:
+        """x[index] = v: slice item by item, then copy_ (a 0-d v: fill_, which clones v)."""
+        t, index = ts[0], p[0] if isinstance(p[0], tuple) else (p[0],)
+        src = ts[1] if len(ts) > 1 else new_tensor(round_to(np.asarray(p[1]), t.dtype),
+                                                   t.dtype, ())
+        edge = self._edge_once(t)
+        geom = views.getitem(t.shape, t.strides, t.offset, index, edge)
+        identity = views.index_is_identity(t.shape, index)  # torch hands back t itself
+        dst = t if identity else self._view_result("getitem", t, geom, edge())
+        fill = src.shape != dst.shape and not src.shape
+        if src.shape != dst.shape and src.shape:  # drop leading 1-dims, expand to dst
+            lead = next((i for i, n in enumerate(src.shape) if n != 1), len(src.shape))
+            src = self._op_view(OPS["view"], [src], (src.shape[lead:],))
+            src = self._op_view(OPS["expand"], [src], (dst.shape,))
+        self._op_copy_(OPS["copy_"], [dst, src], (), fill)
+
+    # ---- autograd --------------------------------------------------------------------
+    def _op_backward(self, spec: OpSpec, ts: list, p: tuple) -> None:
+        t = ts[0]
+        if len(ts) > 1:  # torch.autograd._make_grads checks first
+            if ts[1].shape != t.shape:
+                raise OracleError(ErrorKind.GRAD_SHAPE_MISMATCH, "Mismatch in shape")
+            if (kind(ts[1].dtype) == "complex") != (kind(t.dtype) == "complex"):
+                raise OracleError(ErrorKind.GRAD_SHAPE_MISMATCH, "Mismatch in dtype")
+            grad = ts[1].values()
+        else:
+            if t.requires_grad and (t.values().size != 1 or kind(t.dtype) != "float"):
+                raise OracleError(ErrorKind.NONSCALAR_BACKWARD)
+            grad = np.ones(t.shape)
+        root = t.edge()
+        if root is None:
+            raise OracleError(ErrorKind.NO_GRAD_FN)
+        grad = validate(round_to(grad, t.dtype), target_meta(root))
+        self.undefined = "; ".join(run_backward(root, grad, bool(p[0]), list(self._retainers)))
+        self.undefined = self.undefined or None
+
+    def _op_requires_grad_(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        t, flag = ts[0], bool(p[0])
+        if t._fn is not None and not flag:  # (the raw field: torch's C++ is_leaf)
+            raise OracleError(ErrorKind.NONLEAF_REQUIRES_GRAD)
+        if flag and not differentiable(t.dtype):
+            raise OracleError(ErrorKind.DTYPE_CANNOT_REQUIRE_GRAD)
+        t._rg = flag
+        return t
+
+    def _op_retain_grad(self, spec: OpSpec, ts: list, p: tuple) -> None:
+        t = ts[0]
+        if not t.requires_grad:
+            raise OracleError(ErrorKind.RETAIN_GRAD_NO_GRAD)
+        if t._fn is not None and t.retain_node is None:  # a no-op for (raw) leaves
+            t.retain_node = t.grad_fn()
+            self._retainers.add(t)
+
+    def _op_zero_grad(self, spec: OpSpec, ts: list, p: tuple) -> None:
+        ts[0].grad = None

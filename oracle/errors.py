@@ -1,0 +1,69 @@
+"""The classes of torch errors the oracle predicts, and how to recognise them."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ErrorKind(enum.Enum):
+    INPLACE_ON_LEAF = "a leaf Variable that requires grad"
+    INPLACE_ON_LEAF_VIEW = "a view of a leaf Variable that requires grad"
+    NO_GRAD_VIEW_INPLACE = "created in no_grad mode"
+    SAVED_TENSOR_MODIFIED = "modified by an inplace operation"
+    BACKWARD_TWICE = "backward through the graph a second time"
+    DTYPE_CANNOT_REQUIRE_GRAD = "floating point"
+    NO_GRAD_FN = "does not require grad and does not have a grad_fn"
+    NONSCALAR_BACKWARD = "grad can be implicitly created only for"
+    OVERLAPPING_WRITE = (
+        "more than one element of the written-to tensor refers to a single memory location"
+    )
+    NOT_BROADCASTABLE = "must match the size"
+    SHAPE_MISMATCH = "cannot be multiplied"
+    VIEW_INCOMPATIBLE = "view size is not compatible"
+    NONLEAF_REQUIRES_GRAD = "you can only change requires_grad flags of leaf variables"
+    DETACH_VIEW_INPLACE = "Can't detach views in-place"
+    # added beyond the first contract (see docs/oracle.md)
+    PARTIAL_OVERLAP = "some elements of the input tensor and the written-to tensor refer to"
+    INDEX_OUT_OF_RANGE = "out of range"
+    INVALID_SHAPE = "is invalid for input of size"
+    GRAD_SHAPE_MISMATCH = "Mismatch in shape"
+    RETAIN_GRAD_NO_GRAD = "can't retain_grad on Tensor that has requires_grad=False"
+    SAVED_TENSOR_DETACHED = "Trying to use a saved tensor that has been detached in-place"
+    LEAF_MOVED = "leaf variable has been moved into the graph interior"
+
+
+# More stable substrings per kind; classify() tries these kinds first, in this order.
+_ALSO = {
+    ErrorKind.INPLACE_ON_LEAF_VIEW: (),
+    ErrorKind.INPLACE_ON_LEAF: (),
+    ErrorKind.NOT_BROADCASTABLE: ("doesn't match the broadcast shape", "must match the existing "
+                                  "size", "the number of sizes provided", "isn't allowed in a "
+                                  "leading, non-existing"),
+    ErrorKind.SHAPE_MISMATCH: ("must be a matrix", "need to be at least 1D", "inconsistent "
+                               "tensor size", "size mismatch", "Expected size for first two "
+                               "dimensions of batch2 tensor"),
+    ErrorKind.GRAD_SHAPE_MISMATCH: ("invalid gradient at index", "Mismatch in dtype"),
+    ErrorKind.INDEX_OUT_OF_RANGE: ("out of bounds", "too many indices", "invalid index of a "
+                                   "0-dim", "cannot be applied to a 0-dim tensor"),
+    ErrorKind.INVALID_SHAPE: ("only one dimension can be inferred", "invalid shape dimension",
+                              "can be any value and is ambiguous", "duplicate dims",
+                              "does not match the length of the desired ordering",
+                              "expects a tensor with <= 2 dimensions"),
+}
+
+
+class OracleError(Exception):
+    """An error torch would raise; `kind` names its class."""
+
+    def __init__(self, kind: ErrorKind, detail: str = "") -> None:
+        super().__init__(f"{kind.name}: {detail or kind.value}")
+        self.kind = kind
+
+
+def classify(message: str) -> ErrorKind | None:
+    """The ErrorKind of a torch error message, or None if it is none of them."""
+    order = list(_ALSO) + [k for k in ErrorKind if k not in _ALSO]
+    for k in order:
+        if k.value in message or any(s in message for s in _ALSO.get(k, ())):
+            return k
+    return None

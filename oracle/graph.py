@@ -1,0 +1,244 @@
+"""Graph nodes, saved tensors, and the backward engine."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+
+import numpy as np
+
+from .dtypes import op_values, round_to
+from .errors import ErrorKind, OracleError
+from .geometry import Shape, broadcast_shapes, has_internal_overlap, is_dense
+from .tensor import Accumulator, OTensor, strided
+
+_seq = itertools.count()
+Meta = tuple[Shape, str]  # (shape, dtype) of the tensor a node produced: its input metadata
+
+
+class Saved:
+    """A SavedVariable: the version at save time, and what to read back at backward.
+
+    torch keeps an input as the tensor object itself (a later `.data =` on it is seen),
+    an output as a shallow copy fixed at save time; copy=True is a private clone.
+    """
+
+    def __init__(self, t: OTensor, copy: bool = False, output: bool = False) -> None:
+        self.copy = t.values() if copy else None
+        self.tensor, self.was_leaf = (None if output else t), t._fn is None
+        self.geom, self.dtype = (t.storage, t.offset, t.shape, t.strides), t.dtype
+        self.counter, self.version, self.released = t.counter, t.counter.value, False
+
+    def unpack(self) -> np.ndarray:
+        if self.released:
+            raise OracleError(ErrorKind.BACKWARD_TWICE)
+        if self.copy is not None:
+            return op_values(self.copy, self.dtype)
+        # torch reads a saved input's grad_fn first (which may regenerate it, or raise)
+        if self.tensor is not None and self.tensor.grad_fn() is None and not self.was_leaf:
+            raise OracleError(ErrorKind.SAVED_TENSOR_DETACHED)
+        if self.counter.value != self.version:
+            raise OracleError(ErrorKind.SAVED_TENSOR_MODIFIED,
+                              f"is at version {self.counter.value}; expected {self.version}")
+        if self.tensor is not None:
+            return op_values(self.tensor.values(), self.tensor.dtype)
+        return op_values(strided(*self.geom).copy(), self.dtype)
+
+
+class Node:
+    """A grad_fn: backward(g, saved values, needs) gives one gradient per edge.
+    An edge is a Node, an Accumulator (a leaf's AccumulateGrad) or None."""
+
+    def __init__(self, name: str, edges: list, backward: Callable, out: Meta | None,
+                 saved: dict[str, Saved] | None = None, inner: Node | None = None) -> None:
+        self.seq, self.name, self.edges, self.backward = next(_seq), name, edges, backward
+        self.out, self.saved, self.inner, self.released = out, saved or {}, inner, False
+
+    def apply(self, g: np.ndarray) -> list:
+        values = {k: s.unpack() for k, s in self.saved.items()}
+        g = op_values(g, self.out[1]) if self.out else g
+        try:
+            with np.errstate(all="ignore"):
+                return self.backward(g, values, [e is not None for e in self.edges])
+        except ValueError as e:  # a saved input whose `.data =` changed its shape
+            raise OracleError(ErrorKind.NOT_BROADCASTABLE, str(e)) from None
+
+    def release(self) -> None:
+        self.released = True
+        for s in self.saved.values():
+            s.released = True
+        if self.inner is not None:
+            self.inner.release()
+
+    def __repr__(self) -> str:
+        return f"<{self.name} #{self.seq}>"
+
+
+def sum_to(g: np.ndarray, shape: Shape) -> np.ndarray:
+    """Reduce a broadcast gradient back to `shape`."""
+    if g.shape == tuple(shape):
+        return g
+    g = g.sum(axis=tuple(range(g.ndim - len(shape))))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return g.sum(axis=axes, keepdims=True) if axes else g
+
+
+def flat_index(offset: int, shape: Shape, strides: Shape) -> np.ndarray:
+    """The storage index of every element of a geometry."""
+    idx = np.full(shape, offset, dtype=np.int64)
+    for d, (n, s) in enumerate(zip(shape, strides, strict=True)):
+        idx += (np.arange(n) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
+    return idx
+
+
+def _buffer(dtype: type, *indices: np.ndarray) -> np.ndarray:
+    return np.zeros(max((int(i.max()) + 1 for i in indices if i.size), default=0), dtype)
+
+
+def as_strided_node(view: OTensor, base: OTensor) -> Node:
+    """AsStridedBackward0: a view's grad_fn regenerated after its base was rewritten."""
+    vidx = flat_index(view.offset, view.shape, view.strides)
+    bidx = flat_index(base.offset, base.shape, base.strides)
+
+    def backward(g: np.ndarray, _: dict, needs: list) -> list:
+        buf = _buffer(g.dtype, vidx, bidx)
+        np.add.at(buf, vidx, g)
+        return [buf[bidx]]
+
+    return Node("AsStridedBackward0", [base.edge()], backward, (view.shape, view.dtype))
+
+
+def copy_slices(base: OTensor, view: OTensor, inner: Node) -> Node:
+    """CopySlices: the base's grad_fn after an in-place op (`inner`) on one of its views.
+    The gradient is laid out in the base's memory; the view's part goes through inner."""
+    vidx = flat_index(view.offset, view.shape, view.strides)
+    bidx = flat_index(base.offset, base.shape, base.strides)
+    vshape, vdtype = view.shape, view.dtype
+    overlaps = has_internal_overlap(view.shape, view.strides)
+
+    def backward(g: np.ndarray, _: dict, needs: list) -> list:
+        if inner.released:  # torch drops CopySlices' fn on release, saved tensors or not
+            raise OracleError(ErrorKind.BACKWARD_TWICE)
+        buf = _buffer(g.dtype, vidx, bidx)
+        buf[bidx] = g
+        res = inner.apply(buf[vidx].copy())
+        if res[0] is None:
+            return [None] + res[1:]
+        if overlaps:  # copying the gradient back through an expanded view
+            raise OracleError(ErrorKind.OVERLAPPING_WRITE)
+        buf = buf.astype(np.result_type(buf, res[0]))
+        buf[vidx] = round_to(np.broadcast_to(res[0], vshape), vdtype)
+        return [buf[bidx]] + res[1:]
+
+    edges = [base.edge()] + inner.edges[1:]
+    return Node("CopySlices", edges, backward, (base.shape, base.dtype), inner=inner)
+
+
+def target_meta(e: Node | Accumulator) -> Meta | None:
+    """The input metadata of an edge's target: what its gradient must look like."""
+    return e.out
+
+
+def validate(g: np.ndarray, meta: Meta | None) -> np.ndarray:
+    """validate_outputs: reduce a gradient to the target's shape, cast it to its dtype."""
+    if meta is None:
+        return g
+    shape, dtype = meta
+    if g.shape != shape:
+        if broadcast_shapes(shape, g.shape) != g.shape:
+            raise OracleError(ErrorKind.GRAD_SHAPE_MISMATCH, "invalid gradient at index 0")
+        g = sum_to(g, shape).reshape(shape)
+    return round_to(g, dtype)
+
+
+class _Unpredictable(Exception):
+    pass
+
+
+def _accumulate(leaf: OTensor, g: np.ndarray, is_root: bool, dtype: str) -> None:
+    """AccumulateGrad. Shapes differ only after `.data =` changed the leaf's shape: torch
+    then keeps (steals) a fresh gradient when the leaf is not dense or the gradient fits
+    its layout, and otherwise copies it into the leaf's shape. backward's own gradient
+    argument (also when passed on unchanged) is never stolen."""
+    if leaf.grad_fn() is not None:
+        raise OracleError(ErrorKind.LEAF_MOVED)
+    if not leaf.requires_grad:
+        return
+    have = leaf.shape if leaf.grad is None else leaf.grad.shape
+    if g.shape != have and (leaf.grad is not None or _copied_into_layout(g, leaf, is_root)):
+        if broadcast_shapes(have, g.shape) != have:
+            raise OracleError(ErrorKind.NOT_BROADCASTABLE, "doesn't match the broadcast shape")
+        g = np.broadcast_to(g, have)
+    leaf.add_grad(g, dtype)
+
+
+def _copied_into_layout(g: np.ndarray, leaf: OTensor, is_root: bool) -> bool:
+    if not is_dense(leaf.shape, leaf.strides):
+        return False
+    if is_root:
+        return True
+    strides = tuple(st // g.itemsize for st in g.strides)  # numpy views keep torch's layout
+    # past the leaf's last dim torch reads stale stride slots: slot 0 of a 0-d tensor is 1
+    known = leaf.strides or (1,)
+    pairs = zip(g.shape, strides, known, strict=False)
+    if not all((st == lst) if n != 1 else st != 0 for n, st, lst in pairs):
+        return True
+    if g.ndim > len(known):
+        raise _Unpredictable
+    return False
+
+
+def run_backward(root: Node | Accumulator, grad: np.ndarray, keep_graph: bool,
+                 retainers: list[OTensor]) -> list[str]:
+    """The engine: run every node reachable from root once all its inputs have arrived,
+    highest sequence number first (AccumulateGrad before all). Returns notes on results
+    torch leaves unpredictable (see Engine.undefined)."""
+    notes, deps, stack, seen = [], {}, [root], {id(root)}
+    while stack:
+        for e in getattr(stack.pop(), "edges", ()):
+            if e is not None:
+                deps[id(e)] = deps.get(id(e), 0) + 1
+                if id(e) not in seen:
+                    seen.add(id(e))
+                    stack.append(e)
+    hooks: dict[int, list[OTensor]] = {}
+    for t in retainers:
+        if t.retain_node is not None:
+            hooks.setdefault(id(t.retain_node), []).append(t)
+    tie = itertools.count()
+
+    def ready_entry(n: Node | Accumulator) -> tuple:
+        return (-np.inf if isinstance(n, Accumulator) else -n.seq, next(tie), n)
+
+    buffers, is_root = {id(root): grad}, {id(root): True}  # is_root: backward's own argument
+    ready = [ready_entry(root)]
+    while ready:
+        node = heapq.heappop(ready)[2]
+        g, g_is_root = buffers.pop(id(node)), is_root.pop(id(node))
+        if isinstance(node, Accumulator):
+            try:
+                _accumulate(node.leaf, g, g_is_root, node.out[1])
+            except _Unpredictable:  # (usually stolen as it is)
+                notes.append("AccumulateGrad of a leaf whose `.data =` dropped dimensions")
+                node.leaf.add_grad(g, node.out[1])
+            continue
+        for t in hooks.get(id(node), ()):  # retain_grad hooks see the node's input
+            t.add_grad(g, node.out[1])
+        grads = node.apply(g)
+        if not keep_graph:
+            node.release()
+        for e, gi in zip(node.edges, grads, strict=True):
+            if e is None:
+                continue
+            if gi is not None:
+                same = g_is_root and gi is g and target_meta(e) == node.out
+                gi = validate(np.asarray(gi), target_meta(e))
+                if id(e) in buffers:
+                    buffers[id(e)], is_root[id(e)] = buffers[id(e)] + gi, False
+                else:
+                    buffers[id(e)], is_root[id(e)] = gi, same
+            deps[id(e)] -= 1
+            if deps[id(e)] == 0 and id(e) in buffers:
+                heapq.heappush(ready, ready_entry(e))
+    return notes

@@ -1,0 +1,328 @@
+"""The op table: one OpSpec row per op, with its forward and gradient formulas.
+
+Formulas work on values in the compute dtype. fwd(values, params, dtype) gives
+the result; bwd(g, saved, params, needs, shapes) gives one gradient (or None) per
+input, where `saved` holds exactly what the row's `saves` says torch saves and
+needs[i] tells whether input i has an edge. Complex gradients follow PyTorch:
+grad_input = grad * conj(d out / d in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import views
+from .dtypes import REAL_OF, kind, round_to
+from .errors import ErrorKind, OracleError
+from .geometry import (
+    broadcast_shapes,
+    contiguous_strides,
+    expand_geometry,
+    is_contiguous,
+    numel,
+    view_strides,
+)
+
+ALL, FC = ("float", "complex", "int", "bool"), ("float", "complex")
+FCI, FI = ("float", "complex", "int"), ("float", "int")
+C = np.conj
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    arity: int  # tensor operands
+    params: tuple[str, ...]  # names of the python params
+    torch: str  # call template over {t0} {t1} {p0} {p1}
+    impl: str  # the Engine method `_op_<impl>` that runs it
+    dtypes: tuple[str, ...] = ALL  # dtype kinds t0 may have (t1: the same dtype)
+    saves: tuple[str, ...] = ()  # what autograd saves (torch-semantics.md section 2)
+    inplace: bool = False  # writes into t0 and bumps its version
+    view: bool = False  # the result is a view of t0 (reshape: when it can be)
+    exact_bump: bool = True  # False where torch may bump more than once
+    statement: bool = False  # the template is a statement without a value
+    returns: bool = True  # Engine.call returns a tensor
+    param_kinds: tuple[str, ...] = ()  # scalar index dim int shape dims bool
+    fwd: Callable | None = None
+    bwd: Callable | None = None
+    geom: Callable | None = None  # views: the geometry function in oracle.views
+    check: Callable | None = None  # shapes, params -> result shape, or raises
+    layout: str = "elementwise"  # result strides: TensorIterator's rules, or "contiguous"
+    scalar_operand: bool = False  # the python scalar is a wrapped 0-d tensor operand
+    overlap_check: bool = True  # in place: refuses overlapping / partially aliased writes
+    cross_dtype: bool = False  # t1 may have another dtype than t0
+    max_ndim: int | None = None  # operand ranks modelled exactly (matmul: 2)
+
+    @property
+    def bump(self) -> int:
+        return 1 if self.inplace else 0
+
+
+def out_dtype(spec: OpSpec, dtype: str) -> str:
+    if spec.name == "abs" and dtype in REAL_OF:
+        return REAL_OF[dtype]
+    return "int64" if spec.name in ("sum", "sum_dim") and kind(dtype) in ("int", "bool") else dtype
+
+
+# ---- shapes ------------------------------------------------------------------
+def _bcast(shapes: list, p: tuple) -> tuple:
+    out = broadcast_shapes(*shapes)
+    if out is None:
+        raise OracleError(ErrorKind.NOT_BROADCASTABLE, f"must match the size {shapes}")
+    return out
+
+
+def _mm_check(shapes: list, p: tuple) -> tuple:
+    (a, b), err = shapes, ErrorKind.SHAPE_MISMATCH
+    if len(a) != 2 or len(b) != 2:
+        raise OracleError(err, "self must be a matrix")
+    if a[1] != b[0]:
+        raise OracleError(err, "mat1 and mat2 shapes cannot be multiplied")
+    return (a[0], b[1])
+
+
+def _matmul_check(shapes: list, p: tuple) -> tuple:
+    a, b = shapes
+    if not a or not b:
+        raise OracleError(ErrorKind.SHAPE_MISMATCH, "need to be at least 1D")
+    batch = _bcast([a[:-2], b[:-2]], p)  # torch broadcasts the batch first
+    if a[-1] != (b[-2] if len(b) > 1 else b[0]):
+        raise OracleError(ErrorKind.SHAPE_MISMATCH, "shapes cannot be multiplied")
+    return batch + a[-2:-1] + (b[-1:] if len(b) > 1 else ())
+
+
+def _reduce_check(shapes: list, p: tuple) -> tuple:
+    if not p:
+        return ()
+    d = views.wrap_dim(p[0], len(shapes[0]))
+    return shapes[0][:d] + shapes[0][d + 1 :]
+
+
+def matmul_layout(a: tuple, b: tuple, rg: tuple, out: tuple) -> tuple:
+    """How torch's matmul runs for operands (shape, strides) a and b.
+
+    Returns (result strides, result version, (a saved as a copy, b saved as a copy)).
+    1-D/2-D go to dot/mv/mm (1-D @ 2-D squeeze_()s its result: version 1). Higher
+    ranks fold into mm or expand into bmm; an operand whose reshape must copy is
+    saved as that copy. Version -1: the result is the mT() view of a hidden result.
+    """
+    (sa, ta), (sb, tb) = a, b
+    da, db = len(sa), len(sb)
+    plain = contiguous_strides(out)
+    if da <= 2 and db <= 2:
+        return plain, int((da, db) == (1, 2)), (False, False)
+    if da == db == 3 and sa[0] != sb[0]:  # a batch of one that requires grad is squeezed
+        if sa[0] == 1 and rg[0]:
+            return matmul_layout((sa[1:], ta[1:]), b, rg, out)
+        if sb[0] == 1 and rg[1]:
+            return matmul_layout(a, (sb[1:], tb[1:]), rg, out)
+    larger = da >= db
+    s1, t1 = (sa, ta) if larger else (sb[:-2] + sb[:-3:-1], tb[:-2] + tb[:-3:-1])
+    fold = len(s1) >= 3 and (db if larger else da) <= 2  # should_fold
+    if fold and not (rg[1] if larger else rg[0]):
+        contiguous_batch = all(t1[i] == t1[i + 1] * s1[i + 1] for i in range(len(s1) - 2))
+        fold = da != 2 and (numel(s1) == 0 or contiguous_batch)
+    if fold:
+        copied = view_strides(s1, t1, (numel(s1[:-1]), s1[-1])) is None
+        flags = (copied, False) if larger else (False, copied)
+        if not larger and da == 2:  # (t1 @ t2).mT().contiguous(): a view if contiguous
+            st = plain[:-2] + (1, out[-2])
+            return (st, -1, flags) if is_contiguous(out, st) else (plain, 0, flags)
+        return plain, 0, flags
+    batch, flags = out[: len(out) - (da > 1) - (db > 1)], []
+    for (s, t), tail in ((a, sa[-2:] if da > 1 else (1,) + sa), (b, sb[-2:] if db > 1 else sb)):
+        exp = expand_geometry(s, t, batch + tuple(tail))
+        flags.append(view_strides(exp[0], exp[1], (numel(batch),) + tuple(tail)) is None)
+    return plain, 0, tuple(flags)
+
+
+# ---- formulas ------------------------------------------------------------------
+def _pow(x: np.ndarray, c: complex, dtype: str | None = None) -> np.ndarray:
+    """x ** c as torch's kernels compute it: x**3 and x**-2 round the square first and
+    x**-0.5 is rsqrt (not float16, which uses C's pow, also for x**0.5); a complex 0
+    to a negative power is inf+nan*j (numpy says nan+nan*j)."""
+    if dtype not in (None, "float16") and kind(dtype) == "float" and c in (3, -2, -0.5):
+        if c == -0.5:
+            return 1 / np.sqrt(x)
+        sq = round_to(x * x, dtype)
+        return sq * x if c == 3 else 1 / sq
+    if dtype == "float16" and c == 0.5:
+        return np.where(x == -np.inf, np.inf, np.where(x == 0, 0.0, np.power(x, c)))
+    out = np.power(x, c)
+    if x.dtype.kind == "c" and np.real(c) < 0:
+        out = np.where(x == 0, np.array(complex(np.inf, np.nan), out.dtype), out)
+    return out
+
+
+def _sgn(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind != "c":
+        return np.sign(x)
+    mag = np.abs(x)
+    return np.where(mag == 0, 0, x / np.where(mag == 0, 1, mag))
+
+
+def _sum_to(g: np.ndarray, shape: tuple) -> np.ndarray:
+    from .graph import sum_to
+
+    return sum_to(g, shape)
+
+
+def _matmul_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
+    (sa, sb), out = shapes, [None, None]
+    g = g.reshape(g.shape[:-1] + (1,) + g.shape[-1:]) if len(sa) == 1 else g
+    g = g[..., None] if len(sb) == 1 else g
+    if needs[0]:
+        b = sv["other"][:, None] if len(sb) == 1 else sv["other"]
+        out[0] = _sum_to(g @ C(np.swapaxes(b, -1, -2)), (1,) * (len(sa) == 1) + sa).reshape(sa)
+    if needs[1]:
+        a = sv["self"][None, :] if len(sa) == 1 else sv["self"]
+        out[1] = _sum_to(C(np.swapaxes(a, -1, -2)) @ g, sb + (1,) * (len(sb) == 1)).reshape(sb)
+    return out
+
+
+def _clamp(x: np.ndarray, lo: object, hi: object) -> np.ndarray:
+    x = x if lo is None else np.maximum(x, lo)
+    return x if hi is None else np.minimum(x, hi)
+
+
+def _clamp_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
+    (x, (lo, hi)), keep = (sv["self"], p), True
+    keep = keep if lo is None else keep & (x >= lo)
+    keep = keep if hi is None else keep & (x <= hi)
+    return [np.where(keep, g, 0)]
+
+
+def _grad1(f: Callable) -> Callable:
+    """bwd for a one-input op from f(g, saved value, params)."""
+    return lambda g, sv, p, needs, shapes: [f(g, next(iter(sv.values()), None), p)]
+
+
+def _expand(g: np.ndarray, shape: tuple, n: float = 1.0) -> np.ndarray:
+    return np.broadcast_to(g / n if n != 1.0 else g, shape).copy()
+
+
+# name: (fwd on one array, what it saves, grad(g, saved, params), dtype kinds)
+UNARY = {
+    "neg": (np.negative, (), lambda g, _, p: -g, FCI),
+    "exp": (np.exp, ("result",), lambda g, r, p: g * C(r), FC),
+    "log": (np.log, ("self",), lambda g, x, p: g / C(x), FC),
+    "tanh": (np.tanh, ("result",), lambda g, r, p: g * C(1 - r * r), FC),
+    "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), ("result",), lambda g, r, p: g * C(r - r * r), FC),
+    "relu": (lambda x: np.maximum(x, 0), ("result",), lambda g, r, p: np.where(r > 0, g, 0), FI),
+    "sin": (np.sin, ("self",), lambda g, x, p: g * C(np.cos(x)), FC),
+    "cos": (np.cos, ("self",), lambda g, x, p: -g * C(np.sin(x)), FC),
+    "sqrt": (np.sqrt, ("result",), lambda g, r, p: g / (2 * C(r)), FC),
+    "abs": (np.abs, ("self",), lambda g, x, p: g * _sgn(x), FCI),
+}
+MUL_SAVES = ("other_if_self_requires_grad", "self_if_other_requires_grad")
+# name: (numpy op, saves, grads(g, saved, needs) for (self, other), dtype kinds)
+BINARY = {
+    "add": (np.add, (), lambda g, sv, n: [g, g], ALL),
+    "sub": (np.subtract, (), lambda g, sv, n: [g, -g], FCI),
+    "mul": (np.multiply, MUL_SAVES, lambda g, sv, n: [
+        g * C(sv["other"]) if n[0] else None, g * C(sv["self"]) if n[1] else None], ALL),
+    "div": (np.divide, ("other", "self_if_other_requires_grad"), lambda g, sv, n: [
+        g / C(sv["other"]) if n[0] else None,
+        -g * C(sv["self"] / sv["other"] / sv["other"]) if n[1] else None], FC),
+}
+# python scalars become wrapped 0-d tensors, which mul and div save (measured)
+SCALAR = {
+    "add_s": (np.add, (), lambda g, c: g, ALL),
+    "sub_s": (np.subtract, (), lambda g, c: g, FCI),
+    "mul_s": (np.multiply, ("other_if_self_requires_grad",), lambda g, c: g * np.conj(c), ALL),
+    "div_s": (np.divide, ("other",), lambda g, c: g / np.conj(c), FC),
+}
+
+# ---- the table -----------------------------------------------------------------
+OPS: dict[str, OpSpec] = {}
+
+
+def _row(name: str, arity: int, params: tuple, torch: str, impl: str, **kw: object) -> None:
+    OPS[name] = OpSpec(name, arity, params, torch, impl, **kw)
+
+
+_row("clone", 1, (), "{t0}.clone()", "clone", bwd=lambda g, sv, p, n, s: [g])
+_row("detach", 1, (), "{t0}.detach()", "detach")
+_row("detach_", 1, (), "{t0}.detach_()", "detach_")
+_row("data", 1, (), "{t0}.data", "data")
+_row("set_data", 2, (), "{t0}.data = {t1}", "set_data", statement=True, returns=False,
+     cross_dtype=True)
+_row("copy_", 2, (), "{t0}.copy_({t1})", "copy_", inplace=True, cross_dtype=True)
+_row("zeros_like", 1, (), "torch.zeros_like({t0})", "zeros_like")
+
+for _n, _p, _k, _tpl in [
+    ("getitem", ("index",), ("index",), "{t0}[{p0}]"),
+    ("select", ("dim", "index"), ("dim", "int"), "{t0}.select({p0}, {p1})"),
+    ("view", ("shape",), ("shape",), "{t0}.view({p0})"),
+    ("reshape", ("shape",), ("shape",), "{t0}.reshape({p0})"),
+    ("transpose", ("d0", "d1"), ("dim", "dim"), "{t0}.transpose({p0}, {p1})"),
+    ("t", (), (), "{t0}.t()"),
+    ("permute", ("dims",), ("dims",), "{t0}.permute({p0})"),
+    ("expand", ("shape",), ("shape",), "{t0}.expand({p0})"),
+    ("unsqueeze", ("dim",), ("dim",), "{t0}.unsqueeze({p0})"),
+    ("squeeze", ("dim",), ("dim",), "{t0}.squeeze({p0})"),
+]:
+    _row(_n, 1, _p, _tpl, "view", view=True, geom=getattr(views, _n), param_kinds=_k)
+
+for _n, (_f, _s, _g, _d) in UNARY.items():
+    _row(_n, 1, (), f"{{t0}}.{_n}()", "pointwise", dtypes=_d, saves=_s,
+         fwd=lambda xs, p, dt, f=_f: f(xs[0]), bwd=_grad1(_g))
+_row("pow_s", 1, ("exponent",), "{t0}.pow({p0})", "pointwise", dtypes=FC, saves=("self",),
+     fwd=lambda xs, p, dt: _pow(xs[0], p[0], dt), param_kinds=("scalar",),
+     bwd=_grad1(lambda g, x, p: g * C(p[0] * _pow(x, p[0] - 1)) if p[0] else np.zeros_like(g * x)))
+for _n, (_f, _s, _g, _d) in BINARY.items():
+    _row(_n, 2, (), f"{{t0}}.{_n}({{t1}})", "pointwise", dtypes=_d, saves=_s, check=_bcast,
+         fwd=lambda xs, p, dt, f=_f: f(xs[0], xs[1]),
+         bwd=lambda g, sv, p, n, s, f=_g: f(g, sv, n))
+for _n, (_f, _s, _g, _d) in SCALAR.items():
+    _row(_n, 1, ("other",), f"{{t0}}.{_n[:-2]}({{p0}})", "pointwise", dtypes=_d, saves=_s,
+         scalar_operand=True, param_kinds=("scalar",),
+         fwd=lambda xs, p, dt, f=_f: f(xs[0], p[0]),
+         bwd=lambda g, sv, p, n, s, f=_g: [f(g, p[0])])
+
+_row("sum", 1, (), "{t0}.sum()", "pointwise", check=_reduce_check, layout="contiguous",
+     fwd=lambda xs, p, dt: np.sum(xs[0]), bwd=lambda g, sv, p, n, s: [_expand(g, s[0])])
+_row("mean", 1, (), "{t0}.mean()", "pointwise", dtypes=FC, check=_reduce_check, layout="contiguous",
+     fwd=lambda xs, p, dt: xs[0].mean() if xs[0].size else xs[0].sum() * np.nan,
+     bwd=lambda g, sv, p, n, s: [_expand(g, s[0], float(numel(s[0])))])
+_row("sum_dim", 1, ("dim",), "{t0}.sum({p0})", "pointwise", check=_reduce_check,
+     layout="contiguous", param_kinds=("dim",),
+     fwd=lambda xs, p, dt: xs[0].sum(views.wrap_dim(p[0], xs[0].ndim)) if xs[0].ndim else xs[0],
+     bwd=lambda g, sv, p, n, s: [_expand(np.expand_dims(g, views.wrap_dim(p[0], len(s[0])))
+                                         if s[0] else g, s[0])])
+_row("mm", 2, (), "{t0}.mm({t1})", "pointwise", dtypes=FCI, saves=MUL_SAVES, check=_mm_check,
+     layout="contiguous", fwd=lambda xs, p, dt: xs[0] @ xs[1], bwd=_matmul_bwd)
+_row("matmul", 2, (), "{t0}.matmul({t1})", "pointwise", dtypes=FCI, saves=MUL_SAVES,
+     check=_matmul_check, layout="contiguous", max_ndim=2,
+     fwd=lambda xs, p, dt: np.matmul(xs[0], xs[1]), bwd=_matmul_bwd)
+
+for _n in ("add_", "sub_", "mul_", "div_", "add_s_", "sub_s_", "mul_s_", "div_s_", "exp_",
+           "tanh_", "sigmoid_", "relu_", "sin_", "neg_"):
+    _src, _m = OPS[_n[:-1]], _n[:-1].removesuffix("_s")
+    _row(_n, _src.arity, _src.params, _src.torch.replace(f".{_m}(", f".{_m}_("), "inplace",
+         inplace=True, dtypes=_src.dtypes, saves=_src.saves, fwd=_src.fwd, bwd=_src.bwd,
+         param_kinds=_src.param_kinds, scalar_operand=_src.scalar_operand)
+_zero = lambda g, sv, p, n, s: [np.zeros_like(g)]  # noqa: E731
+_row("zero_", 1, (), "{t0}.zero_()", "inplace", inplace=True, overlap_check=False,
+     fwd=lambda xs, p, dt: np.zeros_like(xs[0]), bwd=_zero)
+_row("fill_", 1, ("value",), "{t0}.fill_({p0})", "inplace", inplace=True, overlap_check=False,
+     fwd=lambda xs, p, dt: np.full_like(xs[0], p[0]), bwd=_zero, param_kinds=("scalar",))
+_row("clamp_", 1, ("min", "max"), "{t0}.clamp_({p0}, {p1})", "inplace", inplace=True, dtypes=FI,
+     saves=("self",), exact_bump=False, fwd=lambda xs, p, dt: _clamp(xs[0], *p), bwd=_clamp_bwd,
+     param_kinds=("scalar", "scalar"))
+_row("setitem", 2, ("index",), "{t0}[{p0}] = {t1}", "setitem", inplace=True, statement=True,
+     returns=False, cross_dtype=True, param_kinds=("index",))
+_row("setitem_s", 1, ("index", "value"), "{t0}[{p0}] = {p1}", "setitem", inplace=True,
+     statement=True, returns=False, param_kinds=("index", "scalar"))
+
+_row("backward", 1, ("retain_graph",), "{t0}.backward(retain_graph={p0})", "backward",
+     statement=True, returns=False, param_kinds=("bool",))
+_row("backward_g", 2, ("retain_graph",), "{t0}.backward({t1}, retain_graph={p0})", "backward",
+     statement=True, returns=False, param_kinds=("bool",))
+_row("requires_grad_", 1, ("flag",), "{t0}.requires_grad_({p0})", "requires_grad_",
+     param_kinds=("bool",))
+_row("retain_grad", 1, (), "{t0}.retain_grad()", "retain_grad", statement=True, returns=False)
+_row("zero_grad", 1, (), "{t0}.grad = None", "zero_grad", statement=True, returns=False)

@@ -1,0 +1,147 @@
+"""Storage, version counters, and OTensor: geometry over a storage plus autograd state."""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .dtypes import compute_dtype, round_to
+from .errors import ErrorKind, OracleError
+from .geometry import Shape
+
+if TYPE_CHECKING:
+    from .graph import Node
+
+
+class VersionCounter:
+    """Shared by a tensor, its views and detach(); bumped by every in-place write."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+class Storage:
+    """A flat buffer in the compute dtype; tensors are strided windows onto it."""
+
+    __slots__ = ("buf",)
+
+    def __init__(self, buf: np.ndarray) -> None:
+        self.buf = buf
+
+
+def strided(storage: Storage, offset: int, shape: Shape, strides: Shape) -> np.ndarray:
+    item = storage.buf.itemsize
+    return np.lib.stride_tricks.as_strided(storage.buf[offset:], shape,
+                                           tuple(s * item for s in strides))
+
+
+class OTensor:
+    """One torch tensor: its geometry over a storage, its counter, its autograd state.
+
+    `_fn` is torch's raw grad_fn_ field (what torch's C++ checks read); `grad_fn()` is
+    the accessor that regenerates a stale view's grad_fn, as torch does at every use.
+    """
+
+    def __init__(self, storage: Storage, offset: int, shape: Shape, strides: Shape,
+                 dtype: str, counter: VersionCounter, device: str = "cpu") -> None:
+        self.storage, self.offset, self.shape, self.strides = storage, offset, shape, strides
+        self.dtype, self.device, self.counter = dtype, device, counter
+        self._rg = False  # the requires_grad_ field (set on leaves)
+        self._fn: Node | None = None  # the grad_fn_ field
+        self.grad: np.ndarray | None = None
+        self.grad_dtype: str | None = None  # .grad's dtype (the leaf's, unless `.data =`)
+        self.retain_node: Node | None = None  # the node holding its retains_grad hook
+        self.base: OTensor | None = None  # the root base, for a (differentiable) view
+        self.no_grad_view = False  # a view made in no_grad mode (or of such a view)
+        self.attr_version = 0  # the version its grad_fn was made at (views)
+        self._acc: weakref.ref | None = None  # its AccumulateGrad, alive while a graph is
+
+    def array(self) -> np.ndarray:
+        """A writable numpy window onto the storage (it aliases like the tensor)."""
+        return strided(self.storage, self.offset, self.shape, self.strides)
+
+    def values(self) -> np.ndarray:
+        return self.array().copy()
+
+    def overwrite(self, values: np.ndarray) -> None:
+        """Write values (torch's, to stop rounding drift) without bumping the version."""
+        self.array()[...] = round_to(values, self.dtype)
+
+    def add_grad(self, g: np.ndarray, dtype: str) -> None:
+        """.grad = g, or .grad += g (keeping .grad's dtype)."""
+        if self.grad is None:
+            self.grad, self.grad_dtype = np.array(g), dtype
+        else:
+            self.grad = round_to(self.grad + g, self.grad_dtype)
+
+    @property
+    def version(self) -> int:
+        return self.counter.value
+
+    @property
+    def is_view(self) -> bool:
+        return self.base is not None
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg or self._fn is not None or (self.base is not None
+                                                   and self.base.requires_grad)
+
+    def grad_fn(self) -> Node | None:
+        """torch's grad_fn(): a view whose counter moved gets a fresh AsStridedBackward0
+        (one made in no_grad mode raises instead)."""
+        if self.base is None or (self._fn is None and not self.base.requires_grad):
+            return self._fn
+        if self.attr_version != self.counter.value:
+            if self.no_grad_view:
+                raise OracleError(ErrorKind.NO_GRAD_VIEW_INPLACE, "A view was created in "
+                                  "no_grad mode and its base ... has been modified inplace")
+            from .graph import as_strided_node
+
+            self._fn, self.attr_version = as_strided_node(self, self.base), self.counter.value
+            self.retain_node = self._fn if self.retain_node is not None else None
+        return self._fn
+
+    def edge(self) -> Node | Accumulator | None:
+        """gradient_edge(): the grad_fn, else the leaf's AccumulateGrad, else None."""
+        fn = self.grad_fn()
+        if fn is not None or not self._rg:
+            return fn
+        acc = self._acc() if self._acc is not None else None
+        if acc is None:
+            acc = Accumulator(self)
+            self._acc = weakref.ref(acc)
+        return acc
+
+    @property
+    def is_leaf(self) -> bool:
+        """Python's t.is_leaf: it reads grad_fn, so it may regenerate it, or raise."""
+        return self.grad_fn() is None
+
+    @property
+    def has_grad_fn(self) -> bool:
+        return self.grad_fn() is not None
+
+    def __repr__(self) -> str:
+        return f"OTensor({self.values()!r}, dtype={self.dtype}, v{self.version})"
+
+
+class Accumulator:
+    """AccumulateGrad: an edge into a leaf; remembers the leaf's shape when it was made."""
+
+    def __init__(self, leaf: OTensor) -> None:
+        self.leaf, self.out = leaf, (leaf.shape, leaf.dtype)
+
+
+def new_tensor(values: np.ndarray, dtype: str, strides: Shape, device: str = "cpu") -> OTensor:
+    """A fresh tensor on its own storage, laid out with the given (dense) strides."""
+    shape = tuple(values.shape)
+    size = 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) if all(shape) else 0
+    t = OTensor(Storage(np.zeros(size, compute_dtype(dtype))), 0, shape, tuple(strides), dtype,
+                VersionCounter(), device)
+    t.array()[...] = values
+    return t

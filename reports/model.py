@@ -1,0 +1,172 @@
+"""The report as data: from the run's test outcomes to the JSON document.
+
+Everything the HTML page and the merge show is in this document, so a page
+can be rebuilt, and builds compared, from the JSON files alone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.invariants import CATALOGUE
+from conformance.outcomes import NOT_RUN, Cell, TestOutcome, overall, summary, table
+from reports import FORMAT, SCHEMA_VERSION
+from strategies.dtypes import DTYPES
+
+# pytest's order in its summary line; other categories (from other plugins)
+# follow in the order they appear.
+_CATEGORY_ORDER = ("failed", "passed", "skipped", "xfailed", "xpassed", "error")
+_FAILED = ("failed", "error")
+
+
+@dataclass
+class Record:
+    """One report that pytest counted in its summary line."""
+
+    outcome: TestOutcome
+    category: str  # pytest's: passed, failed, error, skipped, xfailed, xpassed, ...
+    when: str  # setup, call, teardown; "???" for a crashed worker
+    traceback: str = ""
+    crashed: bool = False
+
+
+def counts(records: Iterable[Record]) -> dict[str, int]:
+    tally = Counter(r.category for r in records)
+    ordered = {c: tally.pop(c) for c in _CATEGORY_ORDER if c in tally}
+    return {**ordered, **dict(tally)}
+
+
+def merged(records: Iterable[Record]) -> dict[str, TestOutcome]:
+    """One outcome per test: a failure in any phase outweighs a pass."""
+    by_node: dict[str, TestOutcome] = {}
+    for record in records:
+        previous = by_node.get(record.outcome.nodeid)
+        if previous is None or previous.outcome not in _FAILED:
+            by_node[record.outcome.nodeid] = record.outcome
+    return by_node
+
+
+def _by_dtype(counts: dict[str, int]) -> dict[str, int]:
+    """Counts in the catalogue's dtype order (float16, bfloat16, float32...)."""
+    order = {name: i for i, name in enumerate(DTYPES)}
+    return dict(sorted(counts.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
+
+
+def _cell(cell: Cell) -> dict[str, Any]:
+    return {
+        "status": cell.status,
+        "examples": cell.examples,
+        "dtypes": _by_dtype(cell.dtypes),
+        "reasons": cell.reasons,
+        "outcomes": dict(Counter(t.outcome for t in cell.tests)),
+        "tests": sorted({t.nodeid for t in cell.tests}),
+    }
+
+
+def _failure(record: Record) -> dict[str, Any]:
+    t = record.outcome
+    return {
+        "nodeid": t.nodeid,
+        "device": t.device,
+        "outcome": record.category,
+        "when": record.when,
+        "crashed": record.crashed,
+        "message": t.message,
+        "example": t.example,
+        "repro": t.repro,
+        "traceback": record.traceback,
+    }
+
+
+def _invariant(inv, by_device: dict[str, Cell], records: list[Record], torch: str) -> dict:
+    failures = [_failure(r) for r in records if inv.id in r.outcome.broken]
+    dtypes: Counter[str] = Counter()
+    for cell in by_device.values():
+        dtypes.update(cell.dtypes)
+    return {
+        "id": inv.id,
+        "family": inv.family,
+        "statement": inv.statement,
+        "quote": inv.quote,
+        "source": inv.source,
+        "versions": inv.versions,
+        "applies": inv.applies_to(torch),
+        "status": overall(by_device),
+        "reasons": sorted({r for cell in by_device.values() for r in cell.reasons}),
+        "examples": sum(cell.examples for cell in by_device.values()),
+        "dtypes": _by_dtype(dict(dtypes)),
+        "devices": {device: _cell(cell) for device, cell in sorted(by_device.items())},
+        "failures": failures,
+    }
+
+
+def summary_line(status_counts: dict[str, int], torch: str) -> str:
+    """The run in one line: "51 invariants: 49 held, 1 violated, 1 skipped on torch 2.13.0"."""
+    total = sum(status_counts.values())
+    parts = [f"{n} {status}" for status, n in status_counts.items() if n]
+    return f"{total} invariants: {', '.join(parts) or 'none'} on torch {torch}"
+
+
+def _test(record: Record) -> dict[str, Any]:
+    t = record.outcome
+    return {
+        "nodeid": t.nodeid,
+        "outcome": record.category,
+        "when": record.when,
+        "device": t.device,
+        "invariants": list(t.invariants),
+        "violated": list(t.broken),
+        "message": t.message,
+        "crashed": record.crashed,
+        "examples": t.coverage.get("examples", 0),
+        "dtypes": t.coverage.get("dtypes", {}),
+        "duration_s": round(t.duration, 4),
+    }
+
+
+def build_report(
+    records: Sequence[Record],
+    *,
+    build: dict[str, Any],
+    run: dict[str, Any],
+    complete: bool = True,
+    incomplete_reason: str | None = None,
+    exit_status: int | None = None,
+    collected: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """The JSON document of one run."""
+    torch = build["torch"]
+    records = list(records)
+    cells = table(merged(records).values())
+    status_counts = summary(cells)
+    seen = {r.outcome.nodeid for r in records}
+    return {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "complete": complete,
+        "incomplete_reason": incomplete_reason,
+        "exit_status": exit_status,
+        "build": build,
+        "run": run,
+        "summary": {
+            "text": summary_line(status_counts, torch),
+            "invariants": sum(status_counts.values()),
+            **status_counts,
+        },
+        "counts": counts(records),
+        "collected": None if collected is None else len(collected),
+        "not_run": [] if collected is None else [n for n in collected if n not in seen],
+        "invariants": {
+            inv.id: _invariant(inv, cells.get(inv.id, {}), records, torch) for inv in CATALOGUE
+        },
+        "tests": [_test(r) for r in records],
+    }
+
+
+def status_of(report: dict[str, Any], invariant: str, device: str) -> str:
+    """A cell's status, "not run" where the report has none."""
+    entry = report["invariants"].get(invariant, {})
+    return entry.get("devices", {}).get(device, {}).get("status", NOT_RUN)

@@ -1,0 +1,125 @@
+"""The OPS table, error classification, tolerances, and the no-torch rule."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oracle import DTYPES, OPS, Engine, ErrorKind, classify, tolerance
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMES = """clone detach detach_ data set_data copy_ zeros_like
+getitem select view reshape transpose t permute expand unsqueeze squeeze
+add sub mul div add_s sub_s mul_s div_s neg exp log tanh sigmoid relu sin cos sqrt abs pow_s
+sum mean sum_dim mm matmul
+add_ sub_ mul_ div_ add_s_ sub_s_ mul_s_ div_s_ zero_ fill_ exp_ tanh_ sigmoid_ relu_ sin_ neg_
+clamp_ setitem setitem_s backward backward_g requires_grad_ retain_grad zero_grad""".split()
+
+
+def test_every_op_has_one_consistent_row():
+    assert sorted(OPS) == sorted(NAMES)
+    for name, spec in OPS.items():
+        assert spec.name == name
+        tensors = {int(i) for i in re.findall(r"\{t(\d)\}", spec.torch)}
+        params = {int(i) for i in re.findall(r"\{p(\d)\}", spec.torch)}
+        assert tensors == set(range(spec.arity)), name
+        assert params == set(range(len(spec.params))), name
+        assert len(spec.param_kinds) in (0, len(spec.params)), name
+        assert spec.statement == (
+            "=" in spec.torch.replace("==", "") or name in ("backward", "backward_g", "retain_grad")
+        ), name
+        assert set(spec.dtypes) <= {"float", "complex", "int", "bool"} and spec.dtypes
+        assert spec.exact_bump or spec.inplace
+
+
+def test_saves_follow_the_reference_table():
+    assert OPS["mul"].saves == ("other_if_self_requires_grad", "self_if_other_requires_grad")
+    assert OPS["div"].saves == ("other", "self_if_other_requires_grad")
+    assert OPS["mm"].saves == OPS["mul"].saves
+    for op in ("exp", "tanh", "sigmoid", "relu", "sqrt", "exp_", "tanh_", "sigmoid_", "relu_"):
+        assert OPS[op].saves == ("result",), op
+    for op in ("log", "sin", "cos", "abs", "pow_s", "sin_", "clamp_"):
+        assert OPS[op].saves == ("self",), op
+    for op in ("add", "sub", "neg", "sum", "mean", "clone", "copy_", "zero_", "fill_", "add_s"):
+        assert OPS[op].saves == (), op
+    assert not OPS["clamp_"].exact_bump
+
+
+def test_tolerance_and_classify():
+    assert tolerance("int8") == tolerance("bool") == (0.0, 0.0)
+    assert tolerance("float16")[0] > tolerance("float32")[0] > tolerance("float64")[0]
+    assert set(DTYPES) >= {"bfloat16", "complex64", "uint8"}
+    K = ErrorKind
+    cases = [
+        ("a view of a leaf Variable that requires grad is being used", K.INPLACE_ON_LEAF_VIEW),
+        ("a leaf Variable that requires grad is being used in an in-place", K.INPLACE_ON_LEAF),
+        ("Output 0 of T is a view of a view which was created in no_grad mode and is ...",
+         K.NO_GRAD_VIEW_INPLACE),
+        ("A view was created in no_grad mode ... is ambiguous and error-prone",
+         K.NO_GRAD_VIEW_INPLACE),
+        ("output with shape [3] doesn't match the broadcast shape [2, 3]", K.NOT_BROADCASTABLE),
+        ("Dimension out of range (expected to be in range of [-2, 1], but got 2)",
+         K.INDEX_OUT_OF_RANGE),
+        ("shape '[4, 2]' is invalid for input of size 6", K.INVALID_SHAPE),
+        ("mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)", K.SHAPE_MISMATCH),
+        ("something else entirely", None),
+    ]
+    for message, kind in cases:
+        assert classify(message) is kind, message
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_a_failed_call_leaves_the_state_alone(name):
+    eng = Engine()
+    w = eng.leaf(np.ones((2, 3)), "float32", requires_grad=True)
+    before = (w.values(), w.version, w.requires_grad, w.is_leaf, w.grad)
+    spec = OPS[name]
+    tensors = [w] + [eng.leaf(np.ones((5,)), "float32")] * (spec.arity - 1)
+    params = {
+        "getitem": ((7,),),
+        "select": (0, 9),
+        "view": ((7,),),
+        "reshape": ((7,),),
+        "transpose": (0, 5),
+        "permute": ((0,),),
+        "expand": ((4, 4),),
+        "unsqueeze": (9,),
+        "squeeze": (5,),
+        "sum_dim": (3,),
+        "pow_s": (2,),
+        "fill_": (1.0,),
+        "clamp_": (0, 1),
+        "setitem": ((slice(None),),),
+        "setitem_s": ((9,), 1.0),
+        "backward": (False,),
+        "backward_g": (False,),
+        "requires_grad_": (False,),
+    }
+    p = params.get(name, (1.0,) * len(spec.params))
+    try:
+        eng.call(name, tensors, p)
+    except Exception:
+        after = (w.values(), w.version, w.requires_grad, w.is_leaf, w.grad)
+        np.testing.assert_array_equal(after[0], before[0])
+        assert after[1:] == before[1:]
+
+
+def test_the_oracle_and_its_tests_never_import_torch():
+    code = (
+        "import sys, importlib, pkgutil, oracle\n"
+        "for m in pkgutil.iter_modules(oracle.__path__):\n"
+        "    importlib.import_module('oracle.' + m.name)\n"
+        "import tests.oracle\n"
+        "for m in pkgutil.iter_modules(tests.oracle.__path__):\n"
+        "    importlib.import_module('tests.oracle.' + m.name)\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+    for path in list((ROOT / "oracle").glob("*.py")) + list(Path(__file__).parent.glob("*.py")):
+        text = path.read_text()
+        assert not re.search(r"^\s*(import torch|from torch)", text, re.M), path

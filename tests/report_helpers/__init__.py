@@ -1,0 +1,1 @@
+"""pytest plugins the report tests load into a suite run with `-p`."""

@@ -1,0 +1,38 @@
+"""Kills or stalls one chosen test of a suite run, for the report tests.
+
+Loaded with `-p tests.report_helpers.sabotage` (the suite runs from the
+project root, so `tests` is importable, in xdist workers too). It does
+nothing unless one of these environment variables names a test:
+
+- REPORT_HELPER_CRASH: the process running that test exits at once, as if
+  torch had crashed it (under xdist, the worker dies mid-test).
+- REPORT_HELPER_STALL: that test writes the file REPORT_HELPER_MARK names and
+  then waits, so the caller can interrupt the run at a known point.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+CRASH = "REPORT_HELPER_CRASH"
+STALL = "REPORT_HELPER_STALL"
+MARK = "REPORT_HELPER_MARK"
+STALL_SECONDS = 120
+
+
+def _chosen(variable: str, item: pytest.Item) -> bool:
+    wanted = os.environ.get(variable)
+    return bool(wanted) and wanted in item.nodeid
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    if _chosen(CRASH, item):
+        os._exit(1)
+    if _chosen(STALL, item):
+        Path(os.environ[MARK]).write_text(item.nodeid, encoding="utf-8")
+        time.sleep(STALL_SECONDS)

@@ -1,0 +1,215 @@
+"""The JSON report's shape and counts, from made-up outcomes (no suite run)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conformance.invariants import CATALOGUE
+from conformance.nodeids import device_of, invariants_of
+from reports import FORMAT, SCHEMA_VERSION
+from reports.collect import record_of
+from reports.failures import minimal_example, traceback_summary
+from reports.files import ReportError, dumps, load
+from reports.model import build_report, counts, summary_line
+from tests.conftest import ROOT
+from tests.report_helpers import samples
+
+TOP_LEVEL = {
+    "format",
+    "schema_version",
+    "complete",
+    "incomplete_reason",
+    "exit_status",
+    "build",
+    "run",
+    "summary",
+    "counts",
+    "collected",
+    "not_run",
+    "invariants",
+    "tests",
+}
+PER_INVARIANT = {
+    "id",
+    "family",
+    "statement",
+    "quote",
+    "source",
+    "versions",
+    "applies",
+    "status",
+    "reasons",
+    "examples",
+    "dtypes",
+    "devices",
+    "failures",
+}
+PER_CELL = {"status", "examples", "dtypes", "reasons", "outcomes", "tests"}
+PER_FAILURE = {"nodeid", "device", "outcome", "when", "crashed", "message", "example", "repro"}
+BUILD_KEYS = {"torch", "git_version", "build", "backend", "debug", "python", "platform"}
+RUN_KEYS = {"devices", "dtypes", "profile", "seed", "suite_version", "started", "duration_s"}
+
+
+@pytest.fixture(scope="module")
+def report():
+    return samples.report(example="Draw 1: <float64 0-d on cpu: 1.0>", repro="import torch\n")
+
+
+def test_top_level_and_per_invariant_keys(report):
+    assert set(report) == TOP_LEVEL
+    assert report["format"] == FORMAT and report["schema_version"] == SCHEMA_VERSION
+    assert BUILD_KEYS <= set(report["build"]) and RUN_KEYS <= set(report["run"])
+    assert list(report["invariants"]) == [inv.id for inv in CATALOGUE]
+    for entry in report["invariants"].values():
+        assert set(entry) == PER_INVARIANT
+        for cell in entry["devices"].values():
+            assert set(cell) == PER_CELL
+        for failure in entry["failures"]:
+            assert PER_FAILURE | {"traceback"} == set(failure)
+
+
+def test_each_status_overall_and_per_device(report):
+    inv = report["invariants"]
+    assert inv["clone.new_storage"]["status"] == "held"
+    assert inv["clone.same_values"]["status"] == "violated"
+    assert inv["detach.shares_storage"]["status"] == "skipped"
+    assert inv["copy.values_copied"]["status"] == "xfailed"
+    assert inv["grad.retain_grad"]["status"] == "not run"
+    assert inv["grad.retain_grad"]["devices"] == {}
+    assert inv["detach.shares_storage"]["reasons"] == sorted(
+        [samples.SKIP_REASON, samples.CUDA_REASON]
+    )
+    cuda = inv["clone.new_storage"]["devices"]["cuda"]
+    assert cuda["status"] == "skipped" and cuda["reasons"] == [samples.CUDA_REASON]
+
+
+def test_dtypes_and_examples_per_device(report):
+    cpu = report["invariants"]["clone.new_storage"]["devices"]["cpu"]
+    assert cpu["examples"] == 5
+    assert list(cpu["dtypes"].items()) == [("float32", 3), ("int64", 2)]  # catalogue order
+    assert report["invariants"]["clone.new_storage"]["examples"] == 5
+
+
+def test_counts_are_one_per_counted_outcome(report):
+    assert report["counts"] == {"failed": 1, "passed": 1, "skipped": 5, "xfailed": 1}
+    assert sum(report["counts"].values()) == len(report["tests"])
+    summary = report["summary"]
+    assert summary["invariants"] == len(CATALOGUE)
+    assert (summary["held"], summary["violated"], summary["skipped"], summary["xfailed"]) == (
+        1,
+        1,
+        1,
+        1,
+    )
+    assert summary["text"].endswith("on torch 2.13.0+cpu")
+
+
+def test_failure_carries_example_repro_and_traceback(report):
+    (failure,) = report["invariants"]["clone.same_values"]["failures"]
+    assert failure["example"] == "Draw 1: <float64 0-d on cpu: 1.0>"
+    assert failure["repro"] == "import torch\n"
+    assert "InvariantViolation" in failure["traceback"]
+    assert failure["nodeid"] == "test_clone.py::test_values[cpu]"
+    assert (failure["outcome"], failure["crashed"]) == ("failed", False)
+
+
+def test_summary_line_names_every_nonzero_status():
+    line = summary_line({"held": 49, "violated": 1, "xfailed": 0, "skipped": 1}, "2.13.0")
+    assert line == "51 invariants: 49 held, 1 violated, 1 skipped on torch 2.13.0"
+
+
+def test_counts_keep_pytest_order_then_others():
+    records = samples.records()
+    records[0].category = "rerun"
+    assert list(counts(records)) == ["failed", "skipped", "xfailed", "rerun"]
+
+
+# Importing the suite's module here, outside its own plugin, meets its marks unregistered.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")
+def test_a_crashed_worker_counts_against_the_tests_invariants():
+    nodeid = "test_clone.py::test_clone_has_new_storage[cpu]"
+    crash = pytest.TestReport(
+        nodeid=nodeid,
+        location=("test_clone.py", None, "test_clone.py"),
+        keywords={},
+        outcome="failed",
+        longrepr=f"worker 'gw0' crashed while running {nodeid!r}",
+        when="???",
+    )
+    record = record_of(crash, "failed", [ROOT / "conformance"])
+    assert record.crashed and record.category == "failed"
+    assert record.outcome.invariants == ("clone.new_storage",)
+    assert record.outcome.broken == ("clone.new_storage",)
+    assert record.outcome.device == "cpu"
+    assert "crashed" in record.outcome.message
+
+
+@pytest.mark.parametrize(
+    "nodeid, device",
+    [
+        ("t.py::test[cpu]", "cpu"),
+        ("t.py::test[cuda:1-float32]", "cuda:1"),
+        ("t.py::test[x-mps]", "mps"),
+        ("t.py::test", "cpu"),
+    ],
+)
+def test_device_from_a_node_id(nodeid, device):
+    assert device_of(nodeid) == device
+
+
+def test_invariants_of_a_test_that_cannot_be_found_are_none():
+    roots = [ROOT / "conformance"]
+    assert invariants_of("test_nowhere.py::test_x[cpu]", roots) == ()
+    assert invariants_of("test_clone.py::test_no_such_test[cpu]", roots) == ()
+
+
+def test_minimal_example_is_hypothesis_block_without_advice():
+    text = (
+        "[clone.new_storage] shares storage\n"
+        "Falsifying example: test_x(\n    device='cpu',\n)\n"
+        "Draw 1 (source): <uint8 0-d plain contiguous on cpu: 0>\n"
+        "Explanation:\n    These lines were always and only run by failing test cases:\n"
+        "You can reproduce this test case by temporarily adding @reproduce_failure(...)"
+    )
+    example = minimal_example(text)
+    assert example.startswith("Falsifying example: test_x(")
+    assert example.endswith("<uint8 0-d plain contiguous on cpu: 0>")
+    assert minimal_example("no hypothesis here") == ""
+
+
+def test_traceback_summary_of_plain_text_keeps_the_last_lines():
+    assert traceback_summary("\n".join(str(i) for i in range(40))).splitlines()[-1] == "39"
+
+
+def test_incomplete_report_says_why():
+    report = build_report(
+        samples.records(),
+        build=samples.BUILD,
+        run=samples.RUN,
+        complete=False,
+        incomplete_reason="interrupted by the user (KeyboardInterrupt)",
+        collected=["a", "test_clone.py::test_new[cpu]"],
+    )
+    assert report["complete"] is False
+    assert report["incomplete_reason"].startswith("interrupted")
+    assert (report["collected"], report["not_run"]) == (2, ["a"])
+
+
+def test_load_round_trips_and_rejects_other_files(tmp_path, report):
+    good = tmp_path / "good.json"
+    good.write_text(dumps(report))
+    assert load(good) == json.loads(dumps(report))
+    cases = {
+        "missing.json": (None, "no such file"),
+        "text.json": ("not json", "not JSON"),
+        "other.json": ('{"format": "junit"}', "not a torch-conformance-report file"),
+        "future.json": (json.dumps({"format": FORMAT, "schema_version": 99}), "schema version"),
+    }
+    for name, (content, needle) in cases.items():
+        path = tmp_path / name
+        if content is not None:
+            path.write_text(content)
+        with pytest.raises(ReportError, match=needle):
+            load(path)
