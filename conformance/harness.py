@@ -30,6 +30,9 @@ class Coverage:
 
 COVERAGE = Coverage()
 COVERAGE_STEPS: list[int] = []  # checked steps per example of the differential
+# dtypes of the example run last: after a failure, Hypothesis's final replay
+# of the minimal example, so known failures narrowed to a dtype can match it
+LAST_EXAMPLE_DTYPES: set[str] = set()
 
 
 def reset_coverage() -> None:
@@ -38,6 +41,9 @@ def reset_coverage() -> None:
 
 
 COVERAGE_STEPS: list[int] = []  # checked steps per example of the differential
+# dtypes of the example run last: after a failure, Hypothesis's final replay
+# of the minimal example, so known failures narrowed to a dtype can match it
+LAST_EXAMPLE_DTYPES: set[str] = set()
 
 
 class Example:
@@ -48,6 +54,7 @@ class Example:
         self.device = device
         self._dtypes: set[str] = set()
         COVERAGE.examples += 1
+        LAST_EXAMPLE_DTYPES.clear()
 
     def dtypes(self, kinds: tuple[str, ...] | None = None) -> tuple[str, ...]:
         """The run's dtypes on this device, narrowed to some kinds."""
@@ -73,6 +80,7 @@ class Example:
         return self.data.draw(strategy, label=label)
 
     def record(self, dtype: str) -> None:
+        LAST_EXAMPLE_DTYPES.add(dtype)
         if dtype not in self._dtypes:
             self._dtypes.add(dtype)
             COVERAGE.dtypes[dtype] += 1

@@ -472,6 +472,14 @@ CATALOGUE: tuple[Invariant, ...] = (
         "bfloat16) and complex Tensor types (cfloat, cdouble).",
         _DTYPES_DOC,
     ),
+    Invariant(
+        "dtype.inplace_keeps_int_out_of_graph",
+        "Writing a value that requires grad into an integer or bool tensor in place never "
+        "makes that tensor require grad.",
+        "we only support autograd for floating point Tensor types (half, float, double and "
+        "bfloat16) and complex Tensor types (cfloat, cdouble).",
+        _DTYPES_DOC,
+    ),
     # inference mode
     Invariant(
         "inference.no_version_counter",

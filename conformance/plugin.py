@@ -7,15 +7,18 @@ Loaded by conformance/conftest.py, so `python -m conformance` and a plain
 from __future__ import annotations
 
 import fnmatch
+from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import Phase, settings
 
-from conformance import harness
+from conformance import harness, known_failures
 from conformance.check import InvariantViolation
 from conformance.invariants import INVARIANTS
+from conformance.known_failures import KnownFailure
 from conformance.nodeids import device_of, invariants_of
-from conformance.outcomes import VIOLATED, TestOutcome, overall, summary, table
+from conformance.outcomes import HELD, VIOLATED, TestOutcome, overall, summary, table
 from conformance.selection import Selection, SelectionError, current, select, set_current
 from strategies.devices import build_kind
 
@@ -30,6 +33,7 @@ __all__ = [
     "pytest_runtest_logreport",
     "pytest_terminal_summary",
     "pytest_configure_node",
+    "pytest_sessionfinish",
     "OUTCOMES",
 ]
 
@@ -54,6 +58,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--profile", default=None, help="Hypothesis profile: dev, ci, thorough")
     group.addoption("--seed", default=None, help="Hypothesis seed (ci defaults to 0)")
+    group.addoption(
+        "--known-failures",
+        action="append",
+        default=[],
+        metavar="TOML",
+        help="a known-failure list (repeatable); the shipped list is always read first",
+    )
+    group.addoption(
+        "--no-known-failures",
+        action="store_true",
+        help="read no known-failure list, not even the shipped one",
+    )
+    group.addoption(
+        "--strict-xfail",
+        action="store_true",
+        help="a listed invariant that unexpectedly holds is an error",
+    )
     group.addoption(
         "--invariants",
         default=None,
@@ -86,6 +107,7 @@ def pytest_configure(config: pytest.Config) -> None:
     set_current(selection)
     config.stash[_SELECTION] = selection
     _CONFIG[:] = [config]
+    _configure_known_failures(config, selection)
     # Hypothesis's own plugin applies these in its pytest_configure, after ours.
     config.option.hypothesis_profile = selection.profile
     if selection.seed is not None:
@@ -93,6 +115,34 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _SELECTION = pytest.StashKey[Selection]()
+_KNOWN = pytest.StashKey[list[KnownFailure]]()
+_COVERING = pytest.StashKey[list[KnownFailure]]()
+
+
+class KnownFailureWarning(UserWarning):
+    """A known-failure entry that matches nothing, or unexpectedly holds."""
+
+
+def _configure_known_failures(config: pytest.Config, selection: Selection) -> None:
+    paths = [] if config.getoption("no_known_failures") else [known_failures.SHIPPED]
+    paths += [Path(p) for p in config.getoption("known_failures")]
+    try:
+        entries = known_failures.load_all(paths)
+    except known_failures.KnownFailuresError as error:
+        raise pytest.UsageError(str(error)) from None
+    active = [e for e in entries if e.applies_to_build(torch.__version__)]
+    config.stash[_KNOWN] = active
+    if hasattr(config, "workerinput"):
+        return  # the controller warns, once
+    for entry, why in known_failures.stale(
+        entries, torch.__version__, selection.present, selection.dtypes
+    ):
+        config.issue_config_time_warning(
+            KnownFailureWarning(
+                f"known-failure entry {entry.label} ({entry.where}) matches nothing: {why}"
+            ),
+            stacklevel=2,
+        )
 
 
 def pytest_configure_node(node) -> None:  # xdist controller -> worker
@@ -152,6 +202,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         device = item.callspec.params.get("device", "cpu") if hasattr(item, "callspec") else "cpu"
         item.user_properties.append(("invariants", list(ids)))
         item.user_properties.append(("device", device))
+        _mark_known(config, item, ids, device)
         not_applying = [
             INVARIANTS[i] for i in ids if not INVARIANTS[i].applies_to(torch.__version__)
         ]
@@ -164,6 +215,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+_NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
+
+
+def _mark_known(config: pytest.Config, item: pytest.Item, ids: tuple, device: str) -> None:
+    """A test whose every invariant is a known failure on its device is an
+    expected failure, run without shrinking so that it stays fast."""
+    known = config.stash.get(_KNOWN, [])
+    covering = [e for e in known if any(e.covers(i, device) for i in ids)]
+    item.stash[_COVERING] = covering
+    whole = [e for e in covering if e.dtype is None]
+    if not whole or not all(any(e.covers(i, device) for e in whole) for i in ids):
+        return
+    reason = "; ".join(e.xfail_reason() for e in whole)
+    item.add_marker(
+        pytest.mark.xfail(
+            reason=reason, strict=config.getoption("strict_xfail"), raises=AssertionError
+        )
+    )
+    wrapped = getattr(item, "obj", None)
+    current = getattr(wrapped, "_hypothesis_internal_use_settings", None)
+    if current is not None:
+        wrapped._hypothesis_internal_use_settings = settings(current, phases=_NO_SHRINK)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -196,6 +271,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         violations = _violations(call.excinfo.value)
         ids = list(dict.fromkeys(v.invariant for v in violations))
         report.user_properties.append(("violations", ids))
+        _known_if_listed(item, report, ids)
         for v in violations:
             if v.repro:
                 report.user_properties.append(("repro", v.repro))
@@ -203,6 +279,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                 report.user_properties.append(("example", v.example))
             if v.repro or v.example:
                 break
+
+
+def _known_if_listed(item: pytest.Item, report: pytest.TestReport, ids: list[str]) -> None:
+    """Turn a failure into an xfail when every rule it broke is listed."""
+    if not report.failed or not ids or hasattr(report, "wasxfail"):
+        return
+    device = dict(item.user_properties).get("device", "cpu")
+    dtypes = set(harness.LAST_EXAMPLE_DTYPES)
+    covering = item.stash.get(_COVERING, [])
+    matched = []
+    for invariant in ids:
+        entry = next((e for e in covering if e.covers(invariant, device, dtypes)), None)
+        if entry is None:
+            return
+        matched.append(entry)
+    report.outcome = "skipped"
+    report.wasxfail = "; ".join(dict.fromkeys(e.xfail_reason() for e in matched))
 
 
 def _outcome_of(report: pytest.TestReport) -> str:
@@ -270,11 +363,39 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             OUTCOMES[report.nodeid] = outcome_from_report(report)
 
 
+def _unexpectedly_holding(config: pytest.Config) -> list[KnownFailure]:
+    """Listed entries whose invariant was tested on their device and held."""
+    cells = table(OUTCOMES.values())
+    holding = []
+    for entry in config.stash.get(_KNOWN, []):
+        by_device = cells.get(entry.invariant, {})
+        relevant = [c for d, c in by_device.items() if entry.device in (None, d)]
+        if relevant and all(c.status == HELD for c in relevant):
+            holding.append(entry)
+    return holding
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput") or not session.config.getoption("strict_xfail"):
+        return
+    if _unexpectedly_holding(session.config) and exitstatus == 0:
+        session.exitstatus = 1
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     cells = table(OUTCOMES.values())
     counts = summary(cells)
     write = terminalreporter.write_line
     terminalreporter.section("invariants")
+    strict = config.getoption("strict_xfail")
+    for entry in _unexpectedly_holding(config):
+        verdict = "ERROR (--strict-xfail)" if strict else "warning"
+        write(
+            f"{verdict}: known failure {entry.label} unexpectedly holds ({entry.where})",
+            red=strict,
+            yellow=not strict,
+        )
     for invariant, by_device in cells.items():
         if overall(by_device) != VIOLATED:
             continue

@@ -11,6 +11,7 @@ from conformance.check import expect, expect_no_raise, expect_raises
 from conformance.harness import Example
 from conformance.spellings import Spelling
 from strategies.dtypes import DTYPES
+from strategies.shapes import nonempty_shapes
 from strategies.tensors import TORCH_DTYPES
 
 
@@ -63,4 +64,39 @@ def test_only_floating_and_complex_can_require_grad(device, data):
         "dtype.only_float_complex_require_grad",
         not x.tensor.requires_grad,
         f"a {x.dtype} tensor requires grad after the refused {spelling}",
+    )
+
+
+_INTO_INT = (
+    Spelling("x.fill_(v)", lambda x, v: x.fill_(v)),
+    Spelling("x[...] = v", lambda x, v: x.__setitem__(Ellipsis, v)),
+    Spelling("x[:1] = v", lambda x, v: x.__setitem__(slice(None, 1), v)),
+    Spelling("x[0] = v", lambda x, v: x.__setitem__(0, v)),
+    Spelling("x.copy_(v)", lambda x, v: x.copy_(v)),
+)
+
+
+@pytest.mark.invariant("dtype.inplace_keeps_int_out_of_graph")
+@given(data=st.data())
+def test_inplace_write_from_grad_value_keeps_integers_out_of_graph(device, data):
+    ex = Example(data, device)
+    x = ex.tensor(
+        "x",
+        roles=("plain",),
+        dtypes=ex.dtypes(("int", "bool")),
+        layout_kinds=("contiguous",),
+        shapes=nonempty_shapes(min_dims=1),
+    )
+    source = ex.tensor("v", roles=("leaf",), dtypes=ex.grad_dtypes(), shape=())
+    ex.record(source.dtype)
+    write = ex.draw(st.sampled_from(_INTO_INT), "write")
+    try:
+        write(x.tensor, source.tensor)
+    except RuntimeError:
+        return  # refusing the write keeps the rule too
+    expect(
+        "dtype.inplace_keeps_int_out_of_graph",
+        not x.tensor.requires_grad and x.tensor.grad_fn is None,
+        f"{write} with v a {source.dtype} scalar that requires grad left the {x.dtype} tensor "
+        f"with requires_grad={x.tensor.requires_grad}, grad_fn={x.tensor.grad_fn}",
     )

@@ -4,16 +4,44 @@ from __future__ import annotations
 
 import numpy as np
 
-DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128",
-          "uint8", "int8", "int16", "int32", "int64", "bool")
-KIND = {d: "bool" if d == "bool" else "complex" if d.startswith("complex")
-        else "float" if "float" in d else "int" for d in DTYPES}
+DTYPES = (
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "bool",
+)
+KIND = {
+    d: "bool"
+    if d == "bool"
+    else "complex"
+    if d.startswith("complex")
+    else "float"
+    if "float" in d
+    else "int"
+    for d in DTYPES
+}
 COMPUTE = {"float": np.float64, "complex": np.complex128, "int": np.int64, "bool": np.bool_}
-_NARROW = {d: getattr(np, d) for d in ("float16", "float32", "complex64", "uint8", "int8",
-                                       "int16", "int32")}
+_NARROW = {
+    d: getattr(np, d)
+    for d in ("float16", "float32", "complex64", "uint8", "int8", "int16", "int32")
+}
 REAL_OF = {"complex64": "float32", "complex128": "float64"}
-_TOL = {"float16": (1e-2, 1e-3), "bfloat16": (5e-2, 1e-2), "float32": (1e-4, 1e-6),
-        "float64": (1e-7, 1e-10), "complex64": (1e-4, 1e-6), "complex128": (1e-7, 1e-10)}
+_TOL = {
+    "float16": (1e-2, 1e-3),
+    "bfloat16": (5e-2, 1e-2),
+    "float32": (1e-4, 1e-6),
+    "float64": (1e-7, 1e-10),
+    "complex64": (1e-4, 1e-6),
+    "complex128": (1e-7, 1e-10),
+}
 
 
 def kind(dtype: str) -> str:

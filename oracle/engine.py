@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from . import geometry as geo
-from . import views
+from . import graph, views
 from .dtypes import DTYPES, differentiable, kind, op_values, round_to
 from .errors import ErrorKind, OracleError
-from .graph import Node, Saved, copy_slices, flat_index, run_backward, target_meta, validate
+from .graph import Node, Saved, copy_slices, run_backward
 from .ops import OPS, OpSpec, matmul_layout, out_dtype
 from .tensor import OTensor, VersionCounter, new_tensor
 
@@ -38,20 +38,33 @@ class Engine:
         finally:
             self.grad_enabled = prev
 
-    def leaf(self, values: object, dtype: str, requires_grad: bool = False,
-             device: str = "cpu") -> OTensor:
+    def leaf(
+        self,
+        values: object,
+        dtype: str,
+        requires_grad: bool = False,
+        device: str = "cpu",
+        inference: bool = False,
+    ) -> OTensor:
+        """A new leaf; `inference`: made under torch.inference_mode()."""
         if dtype not in DTYPES:
             raise ValueError(f"unknown dtype {dtype}")
         if requires_grad and not differentiable(dtype):
             raise OracleError(ErrorKind.DTYPE_CANNOT_REQUIRE_GRAD)
         values = round_to(values, dtype)
         t = new_tensor(values, dtype, geo.contiguous_strides(values.shape), device)
-        t._rg = requires_grad
+        t._rg, t.inference, t.counterless = requires_grad, inference, inference
         return t
 
-    def call(self, op: str, tensors: Sequence[OTensor],
-             params: Sequence[object] = ()) -> OTensor | None:
+    def call(
+        self, op: str, tensors: Sequence[OTensor], params: Sequence[object] = ()
+    ) -> OTensor | None:
         spec, ts, p = OPS[op], list(tensors), tuple(params)
+        if len(ts) == spec.arity - 1 and len(p) == 1:  # mul with a python scalar: mul_s
+            alt = op[:-1] + "_s_" if op.endswith("_") else op + "_s"
+            spec = OPS.get(alt, spec)
+        if spec.name.startswith("backward") and not p:
+            p = (False,)  # retain_graph=False
         if len(ts) != spec.arity or len(p) != len(spec.params):
             raise TypeError(f"{op} takes {spec.arity} tensors and params {spec.params}")
         if kind(ts[0].dtype) not in spec.dtypes:
@@ -82,8 +95,13 @@ class Engine:
     @staticmethod
     def _node(spec: OpSpec, ts: list, p: tuple, edges: list, saves: dict, out: OTensor) -> Node:
         shapes, bwd = [t.shape for t in ts], spec.bwd
-        return Node(spec.name, edges, lambda g, sv, needs: bwd(g, sv, p, needs, shapes),
-                    (out.shape, out.dtype), saves)
+        return Node(
+            spec.name,
+            edges,
+            lambda g, sv, needs: bwd(g, sv, p, needs, shapes),
+            (out.shape, out.dtype),
+            saves,
+        )
 
     @staticmethod
     def _saves(spec: OpSpec, ts: list, p: tuple, edges: list, copies: tuple) -> dict:
@@ -99,11 +117,22 @@ class Engine:
                 out[what] = Saved(t, copy=True)
             else:
                 i = 0 if what == "self" else 1
+                if ts[i].inference and not copies[i]:
+                    raise OracleError(ErrorKind.INFERENCE_SAVED)
                 out[what] = Saved(ts[i], copy=copies[i])
         return out
 
-    def _result(self, spec: OpSpec, ts: list, p: tuple, values: np.ndarray, dtype: str,
-                strides: tuple, edges: list | None, saves: dict) -> OTensor:
+    def _result(
+        self,
+        spec: OpSpec,
+        ts: list,
+        p: tuple,
+        values: np.ndarray,
+        dtype: str,
+        strides: tuple,
+        edges: list | None,
+        saves: dict,
+    ) -> OTensor:
         out = new_tensor(round_to(values, dtype), dtype, strides, ts[0].device)
         if edges is not None and differentiable(dtype):
             if "result" in spec.saves:
@@ -115,7 +144,8 @@ class Engine:
         """sin/cos far from zero: torch's (SLEEF) and numpy's last digits part ways."""
         name = spec.name.rstrip("_")
         if name in ("sin", "cos") or (
-                kind(ts[0].dtype) == "complex" and name in ("exp", "tanh", "sigmoid", "pow")):
+            kind(ts[0].dtype) == "complex" and name in ("exp", "tanh", "sigmoid", "pow")
+        ):
             v = ts[0].values()
             parts = np.concatenate([v.real.ravel(), v.imag.ravel()])
             if np.any(np.abs(parts[np.isfinite(parts)]) > 1e6):
@@ -123,17 +153,22 @@ class Engine:
 
     # ---- out of place ------------------------------------------------------------
     def _op_pointwise(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
-        if spec.name == "matmul" and not all(t.shape for t in ts):
-            raise OracleError(ErrorKind.SHAPE_MISMATCH, "need to be at least 1D")
+        if spec.name == "matmul":  # composite: these checks come before any autograd op
+            if not all(t.shape for t in ts):
+                raise OracleError(ErrorKind.SHAPE_MISMATCH, "need to be at least 1D")
+            if geo.broadcast_shapes(ts[0].shape[:-2], ts[1].shape[:-2]) is None:
+                raise OracleError(ErrorKind.NOT_BROADCASTABLE, "must match the size")
         edges = [t.edge() for t in ts] if self._needs_grad(ts) else None  # before the kernel
         shape = spec.check([t.shape for t in ts], p) if spec.check else ts[0].shape
         with np.errstate(all="ignore"):
-            values = np.asarray(spec.fwd([op_values(t.values(), t.dtype) for t in ts], p,
-                                         ts[0].dtype)).reshape(shape)
+            values = np.asarray(
+                spec.fwd([op_values(t.values(), t.dtype) for t in ts], p, ts[0].dtype)
+            ).reshape(shape)
         version, copies = 0, (False, False)
         if spec.name == "matmul":
             strides, version, copies = matmul_layout(
-                *[(t.shape, t.strides) for t in ts], [t.requires_grad for t in ts], shape)
+                *[(t.shape, t.strides) for t in ts], [t.requires_grad for t in ts], shape
+            )
         elif spec.layout == "contiguous":
             strides = geo.contiguous_strides(shape)
         elif spec.name == "abs" and kind(ts[0].dtype) == "complex":  # empty_like(self)
@@ -147,8 +182,16 @@ class Engine:
         if version < 0:  # matmul hands back the transposed view of its real result
             bwd = spec.bwd
             spec = dataclasses.replace(spec, bwd=lambda g, *a: bwd(np.swapaxes(g, -1, -2), *a))
-            hidden = self._result(spec, ts, p, np.swapaxes(values, -1, -2), dtype,
-                                  geo.contiguous_strides(shape[:-2] + shape[:-3:-1]), edges, saves)
+            hidden = self._result(
+                spec,
+                ts,
+                p,
+                np.swapaxes(values, -1, -2),
+                dtype,
+                geo.contiguous_strides(shape[:-2] + shape[:-3:-1]),
+                edges,
+                saves,
+            )
             geom = (shape, strides, 0, lambda g, in_shape: np.swapaxes(g, -1, -2))
             return self._view_result("mT", hidden, geom, self._edge_once(hidden)())
         out = self._result(spec, ts, p, values, dtype, strides, edges, saves)
@@ -159,7 +202,9 @@ class Engine:
         t = ts[0]
         edges = [t.edge()] if self._needs_grad(ts) else None
         strides = geo.preserve_strides(t.shape, t.strides)
-        return self._result(spec, ts, p, t.values(), t.dtype, strides, edges, {})
+        out = self._result(spec, ts, p, t.values(), t.dtype, strides, edges, {})
+        out.counter.value = int(t.inference)  # an inference tensor's clone is at version 1
+        return out
 
     def _op_zeros_like(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
         t = ts[0]
@@ -169,8 +214,13 @@ class Engine:
     # ---- aliasing ----------------------------------------------------------------
     def _op_detach(self, spec: OpSpec, ts: list, p: tuple, counter: object = None) -> OTensor:
         t = ts[0]
-        return OTensor(t.storage, t.offset, t.shape, t.strides, t.dtype, counter or t.counter,
-                       t.device)
+        if t.counterless:  # no counter to share: a fresh one
+            counter = VersionCounter()
+        out = OTensor(
+            t.storage, t.offset, t.shape, t.strides, t.dtype, counter or t.counter, t.device
+        )
+        out.inference = t.inference
+        return out
 
     def _op_data(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
         return self._op_detach(spec, ts, p, VersionCounter())  # .data: a fresh counter
@@ -208,11 +258,15 @@ class Engine:
             in_shape = t.shape
             node = Node(name, edges, lambda g, sv, needs: [back(g, in_shape)], (shape, t.dtype))
         if strides is None:  # a reshape that cannot be a view: a contiguous copy
-            out = new_tensor(t.values().reshape(shape), t.dtype, geo.contiguous_strides(shape),
-                             t.device)
+            out = new_tensor(
+                t.values().reshape(shape), t.dtype, geo.contiguous_strides(shape), t.device
+            )
             out._fn = node
             return out
         v = OTensor(t.storage, offset, shape, strides, t.dtype, t.counter, t.device)
+        if t.counterless:  # inference tensors' views are not tracked as views
+            v.inference = v.counterless = True
+            return v
         v.base = t.base if t.base is not None else t
         v.no_grad_view = (t.base is not None and t.no_grad_view) or not self.grad_enabled
         v.attr_version, v._fn = t.counter.value, node
@@ -240,14 +294,16 @@ class Engine:
         if status == "partial":
             raise OracleError(ErrorKind.PARTIAL_OVERLAP)
         if status == "too_hard" and src.storage is t.storage and _geom(src) != _geom(t):
-            mine = flat_index(t.offset, t.shape, t.strides)
-            if np.intersect1d(mine, flat_index(src.offset, src.shape, src.strides)).size:
+            mine = graph.flat_index(t.offset, t.shape, t.strides)
+            if np.intersect1d(mine, graph.flat_index(src.offset, src.shape, src.strides)).size:
                 self.undefined = "the written tensor overlaps an input unchecked by torch"
 
     @staticmethod
     def _write(t: OTensor, values: np.ndarray) -> None:
         with np.errstate(all="ignore"):
             t.array()[...] = round_to(np.broadcast_to(values, t.shape), t.dtype)
+        if t.counterless:  # torch writes, then finds no counter to bump
+            raise OracleError(ErrorKind.INFERENCE_INPLACE)
         t.counter.value += 1
 
     def _rebase(self, t: OTensor, node: Node) -> None:
@@ -270,8 +326,10 @@ class Engine:
             self._check_write(t, other)
         if other is not None and geo.broadcast_shapes(t.shape, other.shape) != t.shape:
             bad = geo.broadcast_shapes(t.shape, other.shape) is None
-            raise OracleError(ErrorKind.NOT_BROADCASTABLE, "must match the size" if bad
-                              else "doesn't match the broadcast shape")
+            raise OracleError(
+                ErrorKind.NOT_BROADCASTABLE,
+                "must match the size" if bad else "doesn't match the broadcast shape",
+            )
         saves = self._saves(spec, ts, p, edges, (True, False)) if need else {}
         with np.errstate(all="ignore"):
             values = spec.fwd([op_values(x.values(), x.dtype) for x in ts], p, t.dtype)
@@ -301,8 +359,7 @@ class Engine:
     def _op_setitem(self, spec: OpSpec, ts: list, p: tuple) -> None:
         """x[index] = v: slice item by item, then copy_ (a 0-d v: fill_, which clones v)."""
         t, index = ts[0], p[0] if isinstance(p[0], tuple) else (p[0],)
-        src = ts[1] if len(ts) > 1 else new_tensor(round_to(np.asarray(p[1]), t.dtype),
-                                                   t.dtype, ())
+        src = ts[1] if len(ts) > 1 else new_tensor(round_to(np.asarray(p[1]), t.dtype), t.dtype, ())
         edge = self._edge_once(t)
         geom = views.getitem(t.shape, t.strides, t.offset, index, edge)
         identity = views.index_is_identity(t.shape, index)  # torch hands back t itself
@@ -330,7 +387,7 @@ class Engine:
         root = t.edge()
         if root is None:
             raise OracleError(ErrorKind.NO_GRAD_FN)
-        grad = validate(round_to(grad, t.dtype), target_meta(root))
+        grad = graph.validate(round_to(grad, t.dtype), graph.target_meta(root))
         self.undefined = "; ".join(run_backward(root, grad, bool(p[0]), list(self._retainers)))
         self.undefined = self.undefined or None
 
@@ -340,6 +397,8 @@ class Engine:
             raise OracleError(ErrorKind.NONLEAF_REQUIRES_GRAD)
         if flag and not differentiable(t.dtype):
             raise OracleError(ErrorKind.DTYPE_CANNOT_REQUIRE_GRAD)
+        if flag and t.inference:
+            raise OracleError(ErrorKind.INFERENCE_REQUIRES_GRAD)
         t._rg = flag
         return t
 

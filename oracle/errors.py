@@ -30,25 +30,44 @@ class ErrorKind(enum.Enum):
     RETAIN_GRAD_NO_GRAD = "can't retain_grad on Tensor that has requires_grad=False"
     SAVED_TENSOR_DETACHED = "Trying to use a saved tensor that has been detached in-place"
     LEAF_MOVED = "leaf variable has been moved into the graph interior"
+    INFERENCE_VERSION = "Inference tensors do not track version counter"
+    INFERENCE_SAVED = "Inference tensors cannot be saved for backward"
+    INFERENCE_INPLACE = "Inplace update to inference tensor outside InferenceMode"
+    INFERENCE_REQUIRES_GRAD = "Setting requires_grad=True on inference tensor outside InferenceMode"
 
 
 # More stable substrings per kind; classify() tries these kinds first, in this order.
 _ALSO = {
     ErrorKind.INPLACE_ON_LEAF_VIEW: (),
     ErrorKind.INPLACE_ON_LEAF: (),
-    ErrorKind.NOT_BROADCASTABLE: ("doesn't match the broadcast shape", "must match the existing "
-                                  "size", "the number of sizes provided", "isn't allowed in a "
-                                  "leading, non-existing"),
-    ErrorKind.SHAPE_MISMATCH: ("must be a matrix", "need to be at least 1D", "inconsistent "
-                               "tensor size", "size mismatch", "Expected size for first two "
-                               "dimensions of batch2 tensor"),
+    ErrorKind.NOT_BROADCASTABLE: (
+        "doesn't match the broadcast shape",
+        "must match the existing size",
+        "the number of sizes provided",
+        "isn't allowed in a leading, non-existing",
+    ),
+    ErrorKind.SHAPE_MISMATCH: (
+        "must be a matrix",
+        "need to be at least 1D",
+        "inconsistent tensor size",
+        "size mismatch",
+        "Expected size for first two dimensions of batch2 tensor",
+    ),
     ErrorKind.GRAD_SHAPE_MISMATCH: ("invalid gradient at index", "Mismatch in dtype"),
-    ErrorKind.INDEX_OUT_OF_RANGE: ("out of bounds", "too many indices", "invalid index of a "
-                                   "0-dim", "cannot be applied to a 0-dim tensor"),
-    ErrorKind.INVALID_SHAPE: ("only one dimension can be inferred", "invalid shape dimension",
-                              "can be any value and is ambiguous", "duplicate dims",
-                              "does not match the length of the desired ordering",
-                              "expects a tensor with <= 2 dimensions"),
+    ErrorKind.INDEX_OUT_OF_RANGE: (
+        "out of bounds",
+        "too many indices",
+        "invalid index of a 0-dim",
+        "cannot be applied to a 0-dim tensor",
+    ),
+    ErrorKind.INVALID_SHAPE: (
+        "only one dimension can be inferred",
+        "invalid shape dimension",
+        "can be any value and is ambiguous",
+        "duplicate dims",
+        "does not match the length of the desired ordering",
+        "expects a tensor with <= 2 dimensions",
+    ),
 }
 
 

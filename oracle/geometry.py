@@ -56,7 +56,8 @@ def is_dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
 
 def has_internal_overlap(shape: Sequence[int], strides: Sequence[int]) -> bool:
     return not is_dense(shape, strides) and any(
-        st == 0 and n > 1 for n, st in zip(shape, strides, strict=True))
+        st == 0 and n > 1 for n, st in zip(shape, strides, strict=True)
+    )
 
 
 def _sort_dims(shape: Sequence[int], operand_strides: Sequence[Sequence[int]]) -> list[int]:
@@ -122,8 +123,13 @@ def elementwise_strides(shape: Shape, operands: Sequence[tuple[Shape, Shape]]) -
     ndim, rows = len(shape), []
     for s, st in operands:  # broadcast dims count as stride 0
         off = ndim - len(s)
-        rows.append([0] * off + [0 if n == 1 and shape[off + i] != 1 else x
-                                 for i, (n, x) in enumerate(zip(s, st, strict=True))])
+        rows.append(
+            [0] * off
+            + [
+                0 if n == 1 and shape[off + i] != 1 else x
+                for i, (n, x) in enumerate(zip(s, st, strict=True))
+            ]
+        )
     perm = _sort_dims(shape, rows)
     if perm == list(range(ndim - 1, -1, -1)):
         return contiguous_strides(shape)
@@ -153,8 +159,11 @@ def view_strides(old_shape: Shape, old_strides: Shape, new_shape: Shape) -> Shap
     if not old_shape:
         return (1,) * len(new_shape)
     if numel(old_shape) == 0:
-        return tuple(old_strides) if tuple(old_shape) == tuple(new_shape) else \
-            contiguous_strides(new_shape)
+        return (
+            tuple(old_strides)
+            if tuple(old_shape) == tuple(new_shape)
+            else contiguous_strides(new_shape)
+        )
     new_strides = [0] * len(new_shape)
     view_d, chunk_base = len(new_shape) - 1, old_strides[-1]
     tensor_numel = view_numel = 1
@@ -181,8 +190,11 @@ def expand_geometry(shape: Shape, strides: Shape, target: Sequence[int]) -> tupl
     for i in range(ndim - 1, -1, -1):
         dim = tdim - 1 - (ndim - 1 - i)
         size, want = (shape[dim] if dim >= 0 else 1), target[i]
-        stride = strides[dim] if dim >= 0 else (
-            out_shape[i + 1] * out_strides[i + 1] if i + 1 < ndim else 0)  # 0-d: all 0
+        stride = (
+            strides[dim]
+            if dim >= 0
+            else (out_shape[i + 1] * out_strides[i + 1] if i + 1 < ndim else 0)
+        )  # 0-d: all 0
         if want == -1:
             if dim < 0:
                 return "isn't allowed in a leading, non-existing dimension"

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from . import geometry
 from .dtypes import op_values, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import Shape, broadcast_shapes, has_internal_overlap, is_dense
@@ -39,8 +40,10 @@ class Saved:
         if self.tensor is not None and self.tensor.grad_fn() is None and not self.was_leaf:
             raise OracleError(ErrorKind.SAVED_TENSOR_DETACHED)
         if self.counter.value != self.version:
-            raise OracleError(ErrorKind.SAVED_TENSOR_MODIFIED,
-                              f"is at version {self.counter.value}; expected {self.version}")
+            raise OracleError(
+                ErrorKind.SAVED_TENSOR_MODIFIED,
+                f"is at version {self.counter.value}; expected {self.version}",
+            )
         if self.tensor is not None:
             return op_values(self.tensor.values(), self.tensor.dtype)
         return op_values(strided(*self.geom).copy(), self.dtype)
@@ -50,17 +53,25 @@ class Node:
     """A grad_fn: backward(g, saved values, needs) gives one gradient per edge.
     An edge is a Node, an Accumulator (a leaf's AccumulateGrad) or None."""
 
-    def __init__(self, name: str, edges: list, backward: Callable, out: Meta | None,
-                 saved: dict[str, Saved] | None = None, inner: Node | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        edges: list,
+        backward: Callable,
+        out: Meta | None,
+        saved: dict[str, Saved] | None = None,
+        inner: Node | None = None,
+    ) -> None:
         self.seq, self.name, self.edges, self.backward = next(_seq), name, edges, backward
         self.out, self.saved, self.inner, self.released = out, saved or {}, inner, False
 
     def apply(self, g: np.ndarray) -> list:
         values = {k: s.unpack() for k, s in self.saved.items()}
-        g = op_values(g, self.out[1]) if self.out else g
+        g0, g = g, op_values(g, self.out[1]) if self.out else g
         try:
             with np.errstate(all="ignore"):
-                return self.backward(g, values, [e is not None for e in self.edges])
+                out = self.backward(g, values, [e is not None for e in self.edges])
+            return [g0 if x is g else x for x in out]  # (a gradient passed on unchanged)
         except ValueError as e:  # a saved input whose `.data =` changed its shape
             raise OracleError(ErrorKind.NOT_BROADCASTABLE, str(e)) from None
 
@@ -178,19 +189,25 @@ def _copied_into_layout(g: np.ndarray, leaf: OTensor, is_root: bool) -> bool:
         return False
     if is_root:
         return True
-    strides = tuple(st // g.itemsize for st in g.strides)  # numpy views keep torch's layout
+    # numpy views keep torch's layouts (not for empty arrays: take them as contiguous)
+    strides = (
+        tuple(st // g.itemsize for st in g.strides)
+        if g.size
+        else geometry.contiguous_strides(g.shape)
+    )
     # past the leaf's last dim torch reads stale stride slots: slot 0 of a 0-d tensor is 1
     known = leaf.strides or (1,)
-    pairs = zip(g.shape, strides, known, strict=False)
-    if not all((st == lst) if n != 1 else st != 0 for n, st, lst in pairs):
-        return True
-    if g.ndim > len(known):
+    for i, (n, st) in enumerate(zip(g.shape, strides, strict=True)):
+        if n == 1 and st == 0 or n != 1 and i < len(known) and st != known[i]:
+            return True
+    if any(n != 1 for n in g.shape[len(known) :]):
         raise _Unpredictable
     return False
 
 
-def run_backward(root: Node | Accumulator, grad: np.ndarray, keep_graph: bool,
-                 retainers: list[OTensor]) -> list[str]:
+def run_backward(
+    root: Node | Accumulator, grad: np.ndarray, keep_graph: bool, retainers: list[OTensor]
+) -> list[str]:
     """The engine: run every node reachable from root once all its inputs have arrived,
     highest sequence number first (AccumulateGrad before all). Returns notes on results
     torch leaves unpredictable (see Engine.undefined)."""

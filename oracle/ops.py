@@ -159,7 +159,7 @@ def _pow(x: np.ndarray, c: complex, dtype: str | None = None) -> np.ndarray:
 
 def _sgn(x: np.ndarray) -> np.ndarray:
     if x.dtype.kind != "c":
-        return np.sign(x)
+        return np.where(np.isnan(x), 0, np.sign(x))  # torch: sign(nan) is 0
     mag = np.abs(x)
     return np.where(mag == 0, 0, x / np.where(mag == 0, 1, mag))
 
@@ -172,6 +172,15 @@ def _sum_to(g: np.ndarray, shape: tuple) -> np.ndarray:
 
 def _matmul_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
     (sa, sb), out = shapes, [None, None]
+    if len(sa) == len(sb) == 1:  # dot: torch multiplies elementwise
+        return [g * C(sv["other"]) if needs[0] else None, g * C(sv["self"]) if needs[1] else None]
+    try:
+        return _matmul_grads(g, sv, needs, sa, sb, out)
+    except ValueError:  # a saved operand whose `.data =` changed its shape
+        raise OracleError(ErrorKind.SHAPE_MISMATCH, "shapes cannot be multiplied") from None
+
+
+def _matmul_grads(g: np.ndarray, sv: dict, needs: list, sa: tuple, sb: tuple, out: list) -> list:
     g = g.reshape(g.shape[:-1] + (1,) + g.shape[-1:]) if len(sa) == 1 else g
     g = g[..., None] if len(sb) == 1 else g
     if needs[0]:
@@ -211,7 +220,8 @@ UNARY = {
     "log": (np.log, ("self",), lambda g, x, p: g / C(x), FC),
     "tanh": (np.tanh, ("result",), lambda g, r, p: g * C(1 - r * r), FC),
     "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), ("result",), lambda g, r, p: g * C(r - r * r), FC),
-    "relu": (lambda x: np.maximum(x, 0), ("result",), lambda g, r, p: np.where(r > 0, g, 0), FI),
+    # threshold_backward: zero where result <= 0, so a nan result passes its gradient
+    "relu": (lambda x: np.maximum(x, 0), ("result",), lambda g, r, p: np.where(r <= 0, 0, g), FI),
     "sin": (np.sin, ("self",), lambda g, x, p: g * C(np.cos(x)), FC),
     "cos": (np.cos, ("self",), lambda g, x, p: -g * C(np.sin(x)), FC),
     "sqrt": (np.sqrt, ("result",), lambda g, r, p: g / (2 * C(r)), FC),
@@ -222,11 +232,24 @@ MUL_SAVES = ("other_if_self_requires_grad", "self_if_other_requires_grad")
 BINARY = {
     "add": (np.add, (), lambda g, sv, n: [g, g], ALL),
     "sub": (np.subtract, (), lambda g, sv, n: [g, -g], FCI),
-    "mul": (np.multiply, MUL_SAVES, lambda g, sv, n: [
-        g * C(sv["other"]) if n[0] else None, g * C(sv["self"]) if n[1] else None], ALL),
-    "div": (np.divide, ("other", "self_if_other_requires_grad"), lambda g, sv, n: [
-        g / C(sv["other"]) if n[0] else None,
-        -g * C(sv["self"] / sv["other"] / sv["other"]) if n[1] else None], FC),
+    "mul": (
+        np.multiply,
+        MUL_SAVES,
+        lambda g, sv, n: [
+            g * C(sv["other"]) if n[0] else None,
+            g * C(sv["self"]) if n[1] else None,
+        ],
+        ALL,
+    ),
+    "div": (
+        np.divide,
+        ("other", "self_if_other_requires_grad"),
+        lambda g, sv, n: [
+            g / C(sv["other"]) if n[0] else None,
+            -g * C(sv["self"] / sv["other"] / sv["other"]) if n[1] else None,
+        ],
+        FC,
+    ),
 }
 # python scalars become wrapped 0-d tensors, which mul and div save (measured)
 SCALAR = {
@@ -248,8 +271,16 @@ _row("clone", 1, (), "{t0}.clone()", "clone", bwd=lambda g, sv, p, n, s: [g])
 _row("detach", 1, (), "{t0}.detach()", "detach")
 _row("detach_", 1, (), "{t0}.detach_()", "detach_")
 _row("data", 1, (), "{t0}.data", "data")
-_row("set_data", 2, (), "{t0}.data = {t1}", "set_data", statement=True, returns=False,
-     cross_dtype=True)
+_row(
+    "set_data",
+    2,
+    (),
+    "{t0}.data = {t1}",
+    "set_data",
+    statement=True,
+    returns=False,
+    cross_dtype=True,
+)
 _row("copy_", 2, (), "{t0}.copy_({t1})", "copy_", inplace=True, cross_dtype=True)
 _row("zeros_like", 1, (), "torch.zeros_like({t0})", "zeros_like")
 
@@ -268,61 +299,242 @@ for _n, _p, _k, _tpl in [
     _row(_n, 1, _p, _tpl, "view", view=True, geom=getattr(views, _n), param_kinds=_k)
 
 for _n, (_f, _s, _g, _d) in UNARY.items():
-    _row(_n, 1, (), f"{{t0}}.{_n}()", "pointwise", dtypes=_d, saves=_s,
-         fwd=lambda xs, p, dt, f=_f: f(xs[0]), bwd=_grad1(_g))
-_row("pow_s", 1, ("exponent",), "{t0}.pow({p0})", "pointwise", dtypes=FC, saves=("self",),
-     fwd=lambda xs, p, dt: _pow(xs[0], p[0], dt), param_kinds=("scalar",),
-     bwd=_grad1(lambda g, x, p: g * C(p[0] * _pow(x, p[0] - 1)) if p[0] else np.zeros_like(g * x)))
+    _row(
+        _n,
+        1,
+        (),
+        f"{{t0}}.{_n}()",
+        "pointwise",
+        dtypes=_d,
+        saves=_s,
+        fwd=lambda xs, p, dt, f=_f: f(xs[0]),
+        bwd=_grad1(_g),
+    )
+_row(
+    "pow_s",
+    1,
+    ("exponent",),
+    "{t0}.pow({p0})",
+    "pointwise",
+    dtypes=FC,
+    saves=("self",),
+    fwd=lambda xs, p, dt: _pow(xs[0], p[0], dt),
+    param_kinds=("scalar",),
+    bwd=_grad1(lambda g, x, p: g * C(p[0] * _pow(x, p[0] - 1)) if p[0] else np.zeros_like(g * x)),
+)
 for _n, (_f, _s, _g, _d) in BINARY.items():
-    _row(_n, 2, (), f"{{t0}}.{_n}({{t1}})", "pointwise", dtypes=_d, saves=_s, check=_bcast,
-         fwd=lambda xs, p, dt, f=_f: f(xs[0], xs[1]),
-         bwd=lambda g, sv, p, n, s, f=_g: f(g, sv, n))
+    _row(
+        _n,
+        2,
+        (),
+        f"{{t0}}.{_n}({{t1}})",
+        "pointwise",
+        dtypes=_d,
+        saves=_s,
+        check=_bcast,
+        fwd=lambda xs, p, dt, f=_f: f(xs[0], xs[1]),
+        bwd=lambda g, sv, p, n, s, f=_g: f(g, sv, n),
+    )
 for _n, (_f, _s, _g, _d) in SCALAR.items():
-    _row(_n, 1, ("other",), f"{{t0}}.{_n[:-2]}({{p0}})", "pointwise", dtypes=_d, saves=_s,
-         scalar_operand=True, param_kinds=("scalar",),
-         fwd=lambda xs, p, dt, f=_f: f(xs[0], p[0]),
-         bwd=lambda g, sv, p, n, s, f=_g: [f(g, p[0])])
+    _row(
+        _n,
+        1,
+        ("other",),
+        f"{{t0}}.{_n[:-2]}({{p0}})",
+        "pointwise",
+        dtypes=_d,
+        saves=_s,
+        scalar_operand=True,
+        param_kinds=("scalar",),
+        fwd=lambda xs, p, dt, f=_f: f(xs[0], p[0]),
+        bwd=lambda g, sv, p, n, s, f=_g: [f(g, p[0])],
+    )
 
-_row("sum", 1, (), "{t0}.sum()", "pointwise", check=_reduce_check, layout="contiguous",
-     fwd=lambda xs, p, dt: np.sum(xs[0]), bwd=lambda g, sv, p, n, s: [_expand(g, s[0])])
-_row("mean", 1, (), "{t0}.mean()", "pointwise", dtypes=FC, check=_reduce_check, layout="contiguous",
-     fwd=lambda xs, p, dt: xs[0].mean() if xs[0].size else xs[0].sum() * np.nan,
-     bwd=lambda g, sv, p, n, s: [_expand(g, s[0], float(numel(s[0])))])
-_row("sum_dim", 1, ("dim",), "{t0}.sum({p0})", "pointwise", check=_reduce_check,
-     layout="contiguous", param_kinds=("dim",),
-     fwd=lambda xs, p, dt: xs[0].sum(views.wrap_dim(p[0], xs[0].ndim)) if xs[0].ndim else xs[0],
-     bwd=lambda g, sv, p, n, s: [_expand(np.expand_dims(g, views.wrap_dim(p[0], len(s[0])))
-                                         if s[0] else g, s[0])])
-_row("mm", 2, (), "{t0}.mm({t1})", "pointwise", dtypes=FCI, saves=MUL_SAVES, check=_mm_check,
-     layout="contiguous", fwd=lambda xs, p, dt: xs[0] @ xs[1], bwd=_matmul_bwd)
-_row("matmul", 2, (), "{t0}.matmul({t1})", "pointwise", dtypes=FCI, saves=MUL_SAVES,
-     check=_matmul_check, layout="contiguous", max_ndim=2,
-     fwd=lambda xs, p, dt: np.matmul(xs[0], xs[1]), bwd=_matmul_bwd)
+_row(
+    "sum",
+    1,
+    (),
+    "{t0}.sum()",
+    "pointwise",
+    check=_reduce_check,
+    layout="contiguous",
+    fwd=lambda xs, p, dt: np.sum(xs[0]),
+    bwd=lambda g, sv, p, n, s: [_expand(g, s[0])],
+)
+_row(
+    "mean",
+    1,
+    (),
+    "{t0}.mean()",
+    "pointwise",
+    dtypes=FC,
+    check=_reduce_check,
+    layout="contiguous",
+    fwd=lambda xs, p, dt: xs[0].mean() if xs[0].size else xs[0].sum() * np.nan,
+    bwd=lambda g, sv, p, n, s: [_expand(g, s[0], float(numel(s[0])))],
+)
+_row(
+    "sum_dim",
+    1,
+    ("dim",),
+    "{t0}.sum({p0})",
+    "pointwise",
+    check=_reduce_check,
+    layout="contiguous",
+    param_kinds=("dim",),
+    fwd=lambda xs, p, dt: xs[0].sum(views.wrap_dim(p[0], xs[0].ndim)) if xs[0].ndim else xs[0],
+    bwd=lambda g, sv, p, n, s: [
+        _expand(np.expand_dims(g, views.wrap_dim(p[0], len(s[0]))) if s[0] else g, s[0])
+    ],
+)
+_row(
+    "mm",
+    2,
+    (),
+    "{t0}.mm({t1})",
+    "pointwise",
+    dtypes=FCI,
+    saves=MUL_SAVES,
+    check=_mm_check,
+    layout="contiguous",
+    fwd=lambda xs, p, dt: xs[0] @ xs[1],
+    bwd=_matmul_bwd,
+)
+_row(
+    "matmul",
+    2,
+    (),
+    "{t0}.matmul({t1})",
+    "pointwise",
+    dtypes=FCI,
+    saves=MUL_SAVES,
+    check=_matmul_check,
+    layout="contiguous",
+    max_ndim=2,
+    fwd=lambda xs, p, dt: np.matmul(xs[0], xs[1]),
+    bwd=_matmul_bwd,
+)
 
-for _n in ("add_", "sub_", "mul_", "div_", "add_s_", "sub_s_", "mul_s_", "div_s_", "exp_",
-           "tanh_", "sigmoid_", "relu_", "sin_", "neg_"):
+for _n in (
+    "add_",
+    "sub_",
+    "mul_",
+    "div_",
+    "add_s_",
+    "sub_s_",
+    "mul_s_",
+    "div_s_",
+    "exp_",
+    "tanh_",
+    "sigmoid_",
+    "relu_",
+    "sin_",
+    "neg_",
+):
     _src, _m = OPS[_n[:-1]], _n[:-1].removesuffix("_s")
-    _row(_n, _src.arity, _src.params, _src.torch.replace(f".{_m}(", f".{_m}_("), "inplace",
-         inplace=True, dtypes=_src.dtypes, saves=_src.saves, fwd=_src.fwd, bwd=_src.bwd,
-         param_kinds=_src.param_kinds, scalar_operand=_src.scalar_operand)
+    _row(
+        _n,
+        _src.arity,
+        _src.params,
+        _src.torch.replace(f".{_m}(", f".{_m}_("),
+        "inplace",
+        inplace=True,
+        dtypes=_src.dtypes,
+        saves=_src.saves,
+        fwd=_src.fwd,
+        bwd=_src.bwd,
+        param_kinds=_src.param_kinds,
+        scalar_operand=_src.scalar_operand,
+    )
 _zero = lambda g, sv, p, n, s: [np.zeros_like(g)]  # noqa: E731
-_row("zero_", 1, (), "{t0}.zero_()", "inplace", inplace=True, overlap_check=False,
-     fwd=lambda xs, p, dt: np.zeros_like(xs[0]), bwd=_zero)
-_row("fill_", 1, ("value",), "{t0}.fill_({p0})", "inplace", inplace=True, overlap_check=False,
-     fwd=lambda xs, p, dt: np.full_like(xs[0], p[0]), bwd=_zero, param_kinds=("scalar",))
-_row("clamp_", 1, ("min", "max"), "{t0}.clamp_({p0}, {p1})", "inplace", inplace=True, dtypes=FI,
-     saves=("self",), exact_bump=False, fwd=lambda xs, p, dt: _clamp(xs[0], *p), bwd=_clamp_bwd,
-     param_kinds=("scalar", "scalar"))
-_row("setitem", 2, ("index",), "{t0}[{p0}] = {t1}", "setitem", inplace=True, statement=True,
-     returns=False, cross_dtype=True, param_kinds=("index",))
-_row("setitem_s", 1, ("index", "value"), "{t0}[{p0}] = {p1}", "setitem", inplace=True,
-     statement=True, returns=False, param_kinds=("index", "scalar"))
+_row(
+    "zero_",
+    1,
+    (),
+    "{t0}.zero_()",
+    "inplace",
+    inplace=True,
+    overlap_check=False,
+    fwd=lambda xs, p, dt: np.zeros_like(xs[0]),
+    bwd=_zero,
+)
+_row(
+    "fill_",
+    1,
+    ("value",),
+    "{t0}.fill_({p0})",
+    "inplace",
+    inplace=True,
+    overlap_check=False,
+    fwd=lambda xs, p, dt: np.full_like(xs[0], p[0]),
+    bwd=_zero,
+    param_kinds=("scalar",),
+)
+_row(
+    "clamp_",
+    1,
+    ("min", "max"),
+    "{t0}.clamp_({p0}, {p1})",
+    "inplace",
+    inplace=True,
+    dtypes=FI,
+    saves=("self",),
+    exact_bump=False,
+    fwd=lambda xs, p, dt: _clamp(xs[0], *p),
+    bwd=_clamp_bwd,
+    param_kinds=("scalar", "scalar"),
+)
+_row(
+    "setitem",
+    2,
+    ("index",),
+    "{t0}[{p0}] = {t1}",
+    "setitem",
+    inplace=True,
+    statement=True,
+    returns=False,
+    cross_dtype=True,
+    param_kinds=("index",),
+)
+_row(
+    "setitem_s",
+    1,
+    ("index", "value"),
+    "{t0}[{p0}] = {p1}",
+    "setitem",
+    inplace=True,
+    statement=True,
+    returns=False,
+    param_kinds=("index", "scalar"),
+)
 
-_row("backward", 1, ("retain_graph",), "{t0}.backward(retain_graph={p0})", "backward",
-     statement=True, returns=False, param_kinds=("bool",))
-_row("backward_g", 2, ("retain_graph",), "{t0}.backward({t1}, retain_graph={p0})", "backward",
-     statement=True, returns=False, param_kinds=("bool",))
-_row("requires_grad_", 1, ("flag",), "{t0}.requires_grad_({p0})", "requires_grad_",
-     param_kinds=("bool",))
+_row(
+    "backward",
+    1,
+    ("retain_graph",),
+    "{t0}.backward(retain_graph={p0})",
+    "backward",
+    statement=True,
+    returns=False,
+    param_kinds=("bool",),
+)
+_row(
+    "backward_g",
+    2,
+    ("retain_graph",),
+    "{t0}.backward({t1}, retain_graph={p0})",
+    "backward",
+    statement=True,
+    returns=False,
+    param_kinds=("bool",),
+)
+_row(
+    "requires_grad_",
+    1,
+    ("flag",),
+    "{t0}.requires_grad_({p0})",
+    "requires_grad_",
+    param_kinds=("bool",),
+)
 _row("retain_grad", 1, (), "{t0}.retain_grad()", "retain_grad", statement=True, returns=False)
 _row("zero_grad", 1, (), "{t0}.grad = None", "zero_grad", statement=True, returns=False)

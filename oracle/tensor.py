@@ -35,8 +35,9 @@ class Storage:
 
 def strided(storage: Storage, offset: int, shape: Shape, strides: Shape) -> np.ndarray:
     item = storage.buf.itemsize
-    return np.lib.stride_tricks.as_strided(storage.buf[offset:], shape,
-                                           tuple(s * item for s in strides))
+    return np.lib.stride_tricks.as_strided(
+        storage.buf[offset:], shape, tuple(s * item for s in strides)
+    )
 
 
 class OTensor:
@@ -46,8 +47,16 @@ class OTensor:
     the accessor that regenerates a stale view's grad_fn, as torch does at every use.
     """
 
-    def __init__(self, storage: Storage, offset: int, shape: Shape, strides: Shape,
-                 dtype: str, counter: VersionCounter, device: str = "cpu") -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        offset: int,
+        shape: Shape,
+        strides: Shape,
+        dtype: str,
+        counter: VersionCounter,
+        device: str = "cpu",
+    ) -> None:
         self.storage, self.offset, self.shape, self.strides = storage, offset, shape, strides
         self.dtype, self.device, self.counter = dtype, device, counter
         self._rg = False  # the requires_grad_ field (set on leaves)
@@ -57,7 +66,10 @@ class OTensor:
         self.retain_node: Node | None = None  # the node holding its retains_grad hook
         self.base: OTensor | None = None  # the root base, for a (differentiable) view
         self.no_grad_view = False  # a view made in no_grad mode (or of such a view)
-        self.attr_version = 0  # the version its grad_fn was made at (views)
+        self.attr_version = 0
+        # made under inference_mode (or an alias of such a tensor), and whether it
+        # has no version counter at all (the tensor itself and its views)
+        self.inference = self.counterless = False
         self._acc: weakref.ref | None = None  # its AccumulateGrad, alive while a graph is
 
     def array(self) -> np.ndarray:
@@ -80,6 +92,8 @@ class OTensor:
 
     @property
     def version(self) -> int:
+        if self.counterless:
+            raise OracleError(ErrorKind.INFERENCE_VERSION)
         return self.counter.value
 
     @property
@@ -88,8 +102,9 @@ class OTensor:
 
     @property
     def requires_grad(self) -> bool:
-        return self._rg or self._fn is not None or (self.base is not None
-                                                   and self.base.requires_grad)
+        return (
+            self._rg or self._fn is not None or (self.base is not None and self.base.requires_grad)
+        )
 
     def grad_fn(self) -> Node | None:
         """torch's grad_fn(): a view whose counter moved gets a fresh AsStridedBackward0
@@ -98,8 +113,10 @@ class OTensor:
             return self._fn
         if self.attr_version != self.counter.value:
             if self.no_grad_view:
-                raise OracleError(ErrorKind.NO_GRAD_VIEW_INPLACE, "A view was created in "
-                                  "no_grad mode and its base ... has been modified inplace")
+                raise OracleError(
+                    ErrorKind.NO_GRAD_VIEW_INPLACE,
+                    "A view was created in no_grad mode and its base ... has been modified inplace",
+                )
             from .graph import as_strided_node
 
             self._fn, self.attr_version = as_strided_node(self, self.base), self.counter.value
@@ -127,7 +144,7 @@ class OTensor:
         return self.grad_fn() is not None
 
     def __repr__(self) -> str:
-        return f"OTensor({self.values()!r}, dtype={self.dtype}, v{self.version})"
+        return f"OTensor({self.values()!r}, dtype={self.dtype}, v{self.counter.value})"
 
 
 class Accumulator:
@@ -141,7 +158,14 @@ def new_tensor(values: np.ndarray, dtype: str, strides: Shape, device: str = "cp
     """A fresh tensor on its own storage, laid out with the given (dense) strides."""
     shape = tuple(values.shape)
     size = 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) if all(shape) else 0
-    t = OTensor(Storage(np.zeros(size, compute_dtype(dtype))), 0, shape, tuple(strides), dtype,
-                VersionCounter(), device)
+    t = OTensor(
+        Storage(np.zeros(size, compute_dtype(dtype))),
+        0,
+        shape,
+        tuple(strides),
+        dtype,
+        VersionCounter(),
+        device,
+    )
     t.array()[...] = values
     return t

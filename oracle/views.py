@@ -31,12 +31,18 @@ def _reshape_back(g: np.ndarray, in_shape: Shape) -> np.ndarray:
 
 def index_is_identity(shape: Shape, index: tuple) -> bool:
     """torch's applySlicing makes no op for these items (x[()], x[0:], x[:, :])."""
-    return all(isinstance(i, slice) and i.start in (None, 0) and i.step in (None, 1)
-               and (i.stop is None or i.stop >= n) for i, n in zip(index, shape, strict=False))
+    return all(
+        isinstance(i, slice)
+        and i.start in (None, 0)
+        and i.step in (None, 1)
+        and (i.stop is None or i.stop >= n)
+        for i, n in zip(index, shape, strict=False)
+    )
 
 
-def getitem(shape: Shape, strides: Shape, offset: int, index: object,
-            on_op: Callable = lambda: None) -> Geom:
+def getitem(
+    shape: Shape, strides: Shape, offset: int, index: object, on_op: Callable = lambda: None
+) -> Geom:
     """Basic indexing, item by item as applySlicing does: on_op() runs when the first
     select/slice op is made (after an int's bounds check; not for whole-dim slices)."""
     index = index if isinstance(index, tuple) else (index,)
@@ -69,8 +75,12 @@ def getitem(shape: Shape, strides: Shape, offset: int, index: object,
         out[key] = g
         return out
 
-    return (tuple(out_shape) + shape[len(index):], tuple(out_strides) + strides[len(index):],
-            offset, backward)
+    return (
+        tuple(out_shape) + shape[len(index) :],
+        tuple(out_strides) + strides[len(index) :],
+        offset,
+        backward,
+    )
 
 
 def select(shape: Shape, strides: Shape, offset: int, dim: int, index: int) -> Geom:
@@ -89,8 +99,12 @@ def permute(shape: Shape, strides: Shape, offset: int, dims: tuple) -> Geom:
     if len(set(dims)) != len(dims):
         raise OracleError(SHAPE, "permute(): duplicate dims are not allowed.")
     inverse = tuple(np.argsort(dims))
-    return (tuple(shape[d] for d in dims), tuple(strides[d] for d in dims), offset,
-            lambda g, in_shape: g.transpose(inverse) if dims else g)
+    return (
+        tuple(shape[d] for d in dims),
+        tuple(strides[d] for d in dims),
+        offset,
+        lambda g, in_shape: g.transpose(inverse) if dims else g,
+    )
 
 
 def transpose(shape: Shape, strides: Shape, offset: int, d0: int, d1: int) -> Geom:
@@ -116,8 +130,9 @@ def infer_shape(target: tuple, n: int) -> Shape:
         raise OracleError(SHAPE, "invalid shape dimension")
     known = numel(s for s in target if s != -1)
     if -1 in target and known == 0 and n == 0:
-        raise OracleError(SHAPE, "the unspecified dimension size -1 can be any value and "
-                          "is ambiguous")
+        raise OracleError(
+            SHAPE, "the unspecified dimension size -1 can be any value and is ambiguous"
+        )
     if (-1 in target and (known == 0 or n % known)) or (-1 not in target and known != n):
         raise OracleError(SHAPE, f"shape is invalid for input of size {n}")
     return tuple(n // known if s == -1 else s for s in target)
@@ -127,8 +142,10 @@ def view(shape: Shape, strides: Shape, offset: int, target: tuple) -> Geom:
     new_shape = infer_shape(target, numel(shape))
     new_strides = view_strides(shape, strides, new_shape)
     if new_strides is None:
-        raise OracleError(ErrorKind.VIEW_INCOMPATIBLE, "view size is not compatible with "
-                          "input tensor's size and stride")
+        raise OracleError(
+            ErrorKind.VIEW_INCOMPATIBLE,
+            "view size is not compatible with input tensor's size and stride",
+        )
     return new_shape, new_strides, offset, _reshape_back
 
 
@@ -153,12 +170,16 @@ def unsqueeze(shape: Shape, strides: Shape, offset: int, dim: int) -> Geom:
         raise OracleError(INDEX, f"Dimension out of range (got {dim})")
     dim %= n + 1
     stride = 1 if dim >= n else shape[dim] * strides[dim]
-    return (shape[:dim] + (1,) + shape[dim:], strides[:dim] + (stride,) + strides[dim:], offset,
-            _reshape_back)
+    return (
+        shape[:dim] + (1,) + shape[dim:],
+        strides[:dim] + (stride,) + strides[dim:],
+        offset,
+        _reshape_back,
+    )
 
 
 def squeeze(shape: Shape, strides: Shape, offset: int, dim: int) -> Geom:
     dim = wrap_dim(dim, len(shape))
     if not shape or shape[dim] != 1:  # nothing to squeeze: the gradient passes unchanged
         return shape, strides, offset, lambda g, in_shape: g
-    return shape[:dim] + shape[dim + 1:], strides[:dim] + strides[dim + 1:], offset, _reshape_back
+    return shape[:dim] + shape[dim + 1 :], strides[:dim] + strides[dim + 1 :], offset, _reshape_back

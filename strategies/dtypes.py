@@ -146,7 +146,8 @@ def seeded_values(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
     dominate their cost. Seed 0, where shrinking ends, gives all ones."""
     info = DTYPES[dtype]
     if seed == 0:
-        return np.ones(shape, dtype=info.compute_dtype)
+        one = 1 + 1j if info.kind == "complex" else 1
+        return np.full(shape, one, dtype=info.compute_dtype)
     rng = np.random.default_rng(seed)
     if info.kind == "bool":
         return rng.integers(0, 2, shape).astype(bool)
@@ -154,9 +155,12 @@ def seeded_values(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
         low, high = (0, 16) if dtype == "uint8" else (-8, 9)
         return rng.integers(low, high, shape).astype(np.int64)
 
-    def dyadic():
-        return rng.integers(-15, 16, shape) * 2.0 ** rng.integers(-4, 0, shape)
+    def dyadic(low=-15):
+        return rng.integers(low, 16, shape) * 2.0 ** rng.integers(-4, 0, shape)
 
     if info.kind == "complex":
-        return dyadic() + 1j * dyadic()
+        # no exact-zero parts: which zero (+0 or -0) complex arithmetic gives
+        # is not specified, and its sign decides the branch of sqrt and log
+        parts = [np.where(p == 0, 0.5, p) for p in (dyadic(), dyadic())]
+        return parts[0] + 1j * parts[1]
     return dyadic()

@@ -31,6 +31,7 @@ class Leaf:
     dtype: str
     device: str
     requires_grad: bool
+    inference: bool = False  # made under torch.inference_mode()
 
     def source(self) -> str:
         build = f"torch.tensor({self.values.tolist()!r}, dtype=torch.{self.dtype}"

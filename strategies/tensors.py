@@ -47,19 +47,24 @@ def apply_torch(tensor: torch.Tensor, steps: tuple[ViewStep, ...]) -> torch.Tens
     return tensor
 
 
+_BASE = torch._C.TensorBase  # the C methods: reading values must not go through
+# torch.Tensor's Python attributes, which a build (or a planted violation) may
+# have changed: they are what the suite tests, not how it looks
+
+
 def to_numpy(tensor: torch.Tensor) -> np.ndarray:
     """A tensor's values in its compute dtype (float64, complex128, int64, bool)."""
     info = DTYPES[DTYPE_NAMES[tensor.dtype]]
-    plain = tensor.detach()
+    plain = _BASE.detach(tensor)
     if plain.device.type != "cpu":
-        plain = plain.cpu()
-    if info.kind == "float" and plain.dtype != torch.float64:
-        plain = plain.double()
-    elif info.kind == "complex" and plain.dtype != torch.complex128:
-        plain = plain.to(torch.complex128)
-    elif info.kind == "int" and plain.dtype != torch.int64:
-        plain = plain.long()
-    return plain.resolve_conj().resolve_neg().numpy().copy()
+        plain = _BASE.cpu(plain)
+    target = {"float": torch.float64, "complex": torch.complex128, "int": torch.int64}.get(
+        info.kind
+    )
+    if target is not None and plain.dtype != target:
+        plain = _BASE.to(plain, target)
+    plain = _BASE.resolve_neg(_BASE.resolve_conj(plain))
+    return _BASE.numpy(plain).copy()
 
 
 @dataclass

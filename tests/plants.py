@@ -176,14 +176,18 @@ def _():
         setattr(torch.Tensor, name, mirrored(name))
 
 
-@plant("clone_shares_version", "clone.own_version", "a clone reports its source's version")
+@plant(
+    "clone_shares_version",
+    "clone.own_version",
+    "in-place writes to a clone's source also move the clone's version",
+)
 def _():
     sources = _Registry()
 
     def make(orig):
         def clone(self, *a, **k):
             out = orig(self, *a, **k)
-            sources.put(out, weakref.ref(self))
+            sources.put(out, (weakref.ref(self), self._version))
             return out
 
         return clone
@@ -192,9 +196,11 @@ def _():
 
     def getter(get):
         def version(self):
-            source = sources.get(self)
-            source = source() if source is not None else None
-            return get(source) if source is not None else get(self)
+            entry = sources.get(self)
+            source = entry[0]() if entry is not None else None
+            if source is None:
+                return get(self)
+            return get(self) + get(source) - entry[1]
 
         return version
 
@@ -364,7 +370,10 @@ def _():
                 return orig(self, src, *a, **k)
             old = self * 1
             orig(self, src, *a, **k)
-            return self.add_(old - old.detach())
+            version = self._version
+            self.add_(old - old.detach())  # adds zero, and a path to the old values
+            _set_version(self, version)
+            return self
 
         return copy_
 
@@ -453,15 +462,21 @@ def _():
 
 
 @plant(
-    "detach_copies@strided",
+    "detach_offset@strided",
     "detach.write_visible",
-    "detach() of a non-contiguous tensor returns a copy",
+    "detach() of a non-contiguous tensor looks one element further into the storage",
 )
 def _():
     def make(orig):
         def detach(self):
             out = orig(self)
-            return out.clone() if not self.is_contiguous() else out
+            spare = out.untyped_storage().nbytes() // out.element_size()
+            last = out.storage_offset() + sum(
+                (n - 1) * st for n, st in zip(out.shape, out.stride())
+            )
+            if self.is_contiguous() or out.numel() == 0 or last + 1 >= spare:
+                return out
+            return out.as_strided(out.shape, out.stride(), out.storage_offset() + 1)
 
         return detach
 
@@ -521,27 +536,88 @@ def _():
     _replace_property("data", getter=getter)
 
 
-@plant("data_tracked@nonleaf", "data.write_is_silent", ".data of a non-leaf shares its version")
+@plant(
+    "data_writes_raise",
+    "data.write_is_silent",
+    "backward raises 'modified by an inplace operation' after any write through .data",
+)
 def _():
-    def getter(get):
-        def data(self):
-            return self.detach() if self.grad_fn is not None else get(self)
+    torch = _torch()
+    aliases = _Registry()
+    written = [False]
 
-        return data
-
-    _replace_property("data", getter=getter)
-
-
-@plant("data_copies@nonleaf", "data.write_changes_gradient", ".data of a non-leaf is a copy")
-def _():
     def getter(get):
         def data(self):
             out = get(self)
-            return out.clone() if self.grad_fn is not None else out
+            aliases.put(out, True)
+            return out
 
         return data
 
     _replace_property("data", getter=getter)
+    originals = {name: getattr(torch.Tensor, name) for name in _INPLACE}
+
+    def noted(name):
+        def op(self, *a, **k):
+            out = originals[name](self, *a, **k)
+            if aliases.get(self) is not None:
+                written[0] = True
+            return out
+
+        return op
+
+    for name in _INPLACE:
+        setattr(torch.Tensor, name, noted(name))
+
+    def make(orig):
+        def backward(self, *a, **k):
+            if written[0] and self.grad_fn is not None:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified "
+                    "by an inplace operation"
+                )
+            return orig(self, *a, **k)
+
+        return backward
+
+    _replace("backward", make)
+
+
+@plant(
+    "data_write_ignored",
+    "data.write_changes_gradient",
+    "exp, tanh and sigmoid compute their gradient from a snapshot of their result",
+)
+def _():
+    torch = _torch()
+
+    def snapshot(name: str, grad: Callable) -> None:
+        def make(orig):
+            class Snapshot(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    out = orig(x)
+                    ctx.save_for_backward(out)  # checked for in-place writes, as torch does
+                    ctx.snapshot = out.detach().clone()
+                    return out
+
+                @staticmethod
+                def backward(ctx, g):
+                    _ = ctx.saved_tensors
+                    return grad(g, ctx.snapshot)
+
+            def op(self):
+                if self.requires_grad and torch.is_grad_enabled():
+                    return Snapshot.apply(self)
+                return orig(self)
+
+            return op
+
+        _replace(name, make)
+
+    snapshot("exp", lambda g, r: g * r.conj())
+    snapshot("tanh", lambda g, r: g * (1 - r * r).conj())
+    snapshot("sigmoid", lambda g, r: g * (r * (1 - r)).conj())
 
 
 # --- gradients -----------------------------------------------------------------
@@ -771,31 +847,45 @@ def _():
     _saving_copy_of_result("sigmoid", lambda g, r: g * (r * (1 - r)).conj())
 
 
-@plant("add_saves_inputs", "version.unsaved_modified_ok", "x + y and -x save their inputs")
+@plant(
+    "add_checks_inputs",
+    "version.unsaved_modified_ok",
+    "x + y, x - y and -x check their inputs' versions in backward, as if they saved them",
+)
 def _():
     torch = _torch()
+    modified = (
+        "one of the variables needed for gradient computation has been modified by an "
+        "inplace operation"
+    )
 
-    class SavingAdd(torch.autograd.Function):
+    def check(ctx):
+        for tensor, version in ctx.inputs:
+            if tensor._version != version:
+                raise RuntimeError(modified)
+
+    class CheckedAdd(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x, y, sign):
-            ctx.save_for_backward(x, y)
-            ctx.sign = sign
+            ctx.inputs = [(x, x._version), (y, y._version)]
+            ctx.shapes, ctx.sign = (x, y), sign
             return x + y * sign
 
         @staticmethod
         def backward(ctx, g):
-            x, y = ctx.saved_tensors  # checks their versions
+            check(ctx)
+            x, y = ctx.shapes
             return _sum_to(g, x), _sum_to(g * ctx.sign, y), None
 
-    class SavingNeg(torch.autograd.Function):
+    class CheckedNeg(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x):
-            ctx.save_for_backward(x)
+            ctx.inputs = [(x, x._version)]
             return -x
 
         @staticmethod
         def backward(ctx, g):
-            _ = ctx.saved_tensors  # checks its version
+            check(ctx)
             return -g
 
     def binary(orig, sign):
@@ -807,7 +897,7 @@ def _():
                 and self.dtype == other.dtype
                 and _is_float(self)
             ):
-                return SavingAdd.apply(self, other, sign)
+                return CheckedAdd.apply(self, other, sign)
             return orig(self, other)
 
         return op
@@ -818,7 +908,7 @@ def _():
     def neg(orig):
         def op(self):
             if torch.is_grad_enabled() and self.requires_grad:
-                return SavingNeg.apply(self)
+                return CheckedNeg.apply(self)
             return orig(self)
 
         return op
@@ -939,8 +1029,16 @@ def _():
 
         def make(orig):
             def op(self, *a, **k):
-                if self._base is not None and self.requires_grad and torch.is_grad_enabled():
+                base = self._base
+                if (
+                    base is not None
+                    and base.grad_fn is not None  # a view of a non-leaf, made in grad mode
+                    and self.grad_fn is not None
+                    and torch.is_grad_enabled()
+                ):
+                    version = self._version
                     orig(torch._C.TensorBase.data.__get__(self), *a, **k)
+                    _set_version(self, version + 1)
                     return self
                 return orig(self, *a, **k)
 
@@ -1149,3 +1247,20 @@ def _():
             return op
 
         _replace(name, make)
+
+
+@plant(
+    "copy_into_int_records",
+    "dtype.inplace_keeps_int_out_of_graph",
+    "copy_ of a 0-d source that requires grad into an integer tensor goes through fill_",
+)
+def _():
+    def make(orig):
+        def copy_(self, src, *a, **k):
+            if src.dim() == 0 and src.requires_grad and not _is_float(self):
+                return self.fill_(src)
+            return orig(self, src, *a, **k)
+
+        return copy_
+
+    _replace("copy_", make)

@@ -15,7 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.differential.lockstep import Discrepancy, Run
+from conformance.differential.observe import RAISES
 from oracle import OPS
+from strategies.dtypes import GRAD_DTYPES as GRADED
 
 # The relation an op creates between its result and its first operand.
 RELATION = {
@@ -78,6 +80,10 @@ RAISED = {
     "DETACH_VIEW_INPLACE": "detach.inplace_makes_leaf",
     "RETAIN_GRAD_NO_GRAD": "grad.retain_grad",
     "LEAF_MOVED": "leaf.inplace_raises",
+    "INFERENCE_SAVED": "inference.not_saved_for_backward",
+    "INFERENCE_REQUIRES_GRAD": "inference.not_saved_for_backward",
+    "INFERENCE_VERSION": "inference.no_version_counter",
+    "INFERENCE_INPLACE": "inference.no_version_counter",
 }
 
 
@@ -283,9 +289,9 @@ def _values(f: Facts, i: int) -> str:
     if f.new_result(i):
         return {
             "clone": "clone.same_values",
-            "detach": "detach.shares_storage",
+            "detach": "detach.write_visible",
             "data": "data.shares_storage",
-        }.get(op, "view.shares_storage_and_version" if relation_of(op) == "view" else "ops.values")
+        }.get(op, "view.write_visible" if relation_of(op) == "view" else "ops.values")
     target = f.written()
     if target is None:
         return "ops.out_of_place_new_tensor"
@@ -297,6 +303,8 @@ def _values(f: Facts, i: int) -> str:
 
 
 def _version(f: Facts, i: int) -> str:
+    if RAISES in (f.d.expected, f.d.actual):  # one side has a counter, the other none
+        return "inference.no_version_counter"
     target = f.written()
     if target is None:
         return "version.unchanged_out_of_place"
@@ -307,6 +315,13 @@ def _version(f: Facts, i: int) -> str:
 
 def _autograd_flags(f: Facts, i: int) -> str:
     op = f.step.op
+    theirs = f.run.observed[1][i]
+    if theirs.requires_grad and theirs.dtype not in GRADED:
+        return (
+            "dtype.inplace_keeps_int_out_of_graph"
+            if f.written() == i
+            else "dtype.only_float_complex_require_grad"
+        )
     if f.new_result(i):
         special = {
             "clone": "clone.result_in_graph",

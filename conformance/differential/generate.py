@@ -33,6 +33,7 @@ from strategies.programs import (
 from strategies.shapes import shapes
 
 ALIASES = ("clone", "detach", "data", "detach_", "set_data", "zeros_like")
+WRITES_FROM = ("copy_", "setitem", "setitem_s")  # in-place writes of another tensor's values
 AUTOGRAD = ("requires_grad_", "retain_grad", "zero_grad")
 BACKWARD = ("backward", "backward_g")
 
@@ -41,6 +42,8 @@ def _family(name: str) -> str:
     spec = OPS[name]
     if name in ALIASES:
         return "alias"
+    if name in WRITES_FROM:
+        return "copy"
     if name in AUTOGRAD or name in BACKWARD:
         return "autograd" if name in AUTOGRAD else "backward"
     if spec.view:
@@ -60,10 +63,12 @@ WEIGHTS = {
     "leaf": 1,
     "view": 4,
     "alias": 4,
+    "copy": 3,
     "math": 3,
-    "inplace": 5,
+    "inplace": 4,
     "backward": 3,
-    "autograd": 1,
+    "autograd": 2,
+    "motif": 8,
 }
 _CHOICES = tuple(f for f, w in WEIGHTS.items() for _ in range(w))
 MAX_POOL = 14
@@ -88,11 +93,15 @@ _SEEDS = st.integers(0, 2**32 - 1)
 
 @cache
 def _scalars(dtype: str, nonzero: bool) -> st.SearchStrategy:
-    values = small_elements(dtype) if DTYPES[dtype].kind != "bool" else st.booleans()
+    kind = DTYPES[dtype].kind
+    values = small_elements(dtype) if kind != "bool" else st.booleans()
+    if kind == "complex":  # no exact-zero parts: see strategies.dtypes.seeded_values
+        values = values.filter(lambda v: v.real != 0 and v.imag != 0)
     return values.filter(lambda v: v != 0) if nonzero else values
 
 
 _BOOLS = st.booleans()
+_GO_ON = st.sampled_from((False,) + (True,) * 11)  # about a dozen steps; shrinks to stop
 _indices = cache(basic_indices)
 _view_shapes = cache(view_shapes)
 _expand_shapes = cache(expand_shapes)
@@ -115,15 +124,24 @@ class Growth:
     steps: list[Step] = field(default_factory=list)
     over: bool = False
     retired: set[int] = field(default_factory=set)  # gradients handed to backward
+    # retain_grad() then detach_() then an in-place op trips an internal assert
+    # in torch 2.13 (see docs/findings.md): such tensors are not detached
+    retained: set[int] = field(default_factory=set)
 
     def apply(self, step: Step) -> None:
         """Run a step on the oracle, keep it, and grow the pool."""
+        if self.over:
+            return  # a failed backward ends the program
         self.steps.append(step)
         self.retired |= retired_by(step)
+        if step.op == "retain_grad":
+            self.retained.add(step.tensors[0])
         try:
             if step.op == "leaf":
                 leaf = step.leaf
-                result = self.engine.leaf(leaf.values, leaf.dtype, leaf.requires_grad, leaf.device)
+                result = self.engine.leaf(
+                    leaf.values, leaf.dtype, leaf.requires_grad, leaf.device, leaf.inference
+                )
             else:
                 tensors = [self.pool[i] for i in step.tensors]
                 if step.no_grad:
@@ -140,7 +158,16 @@ class Growth:
             self.pool.append(result)
 
 
-def _leaf(draw, g: Growth, shape=None, dtype=None, device=None, requires_grad=None) -> Step:
+def _leaf(
+    draw,
+    g: Growth,
+    shape=None,
+    dtype=None,
+    device=None,
+    requires_grad=None,
+    nonzero=False,
+    inference=None,
+) -> Step:
     if dtype is None:
         # two leaves in three can take part in autograd, when the run has such dtypes
         graded = tuple(d for d in g.dtypes if DTYPES[d].can_require_grad)
@@ -149,9 +176,14 @@ def _leaf(draw, g: Growth, shape=None, dtype=None, device=None, requires_grad=No
     if shape is None:
         shape = draw(_LEAF_SHAPES)
     values = seeded_values(dtype, tuple(shape), draw(_SEEDS))
+    if nonzero:
+        values = np.where(values == 0, 1, values).astype(values.dtype)
     if requires_grad is None:
         requires_grad = DTYPES[dtype].can_require_grad and draw(_ints(0, 2)) < 2
-    return Step("leaf", leaf=Leaf(values, dtype, device, requires_grad))
+    # now and then a tensor made under inference_mode (never one that requires grad)
+    if inference is None:
+        inference = not requires_grad and draw(_ints(0, 11)) == 11
+    return Step("leaf", leaf=Leaf(values, dtype, device, requires_grad, inference))
 
 
 def _pick(draw, g: Growth, fits=lambda t: True) -> int | None:
@@ -221,23 +253,41 @@ def _into(src: tuple, dst: tuple) -> bool:
     )
 
 
+def _nonzero(u: OTensor) -> bool:
+    # a zero divisor gives an infinity whose sign follows the sign of the
+    # zero, which no op promises; divisors are kept away from zero
+    return not np.any(np.abs(u.values()) < 1e-3)
+
+
 def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[Step], int] | None:
     """The second tensor operand: one from the pool that fits, or a new leaf."""
+    same = dict(dtype=t.dtype, device=t.device)
+
+    def alike(u: OTensor) -> bool:
+        return u.dtype == t.dtype and u.device == t.device
+
     if op in ("mm", "matmul"):
         if not 1 <= len(t.shape) <= 2:
             return None
         k = t.shape[-1]
         shape = (k, draw(_ints(1, 3))) if len(t.shape) == 2 or draw(_BOOLS) else (k,)
-        fits = lambda u: u.shape == shape and u.dtype == t.dtype and u.device == t.device  # noqa: E731
-        make = dict(shape=shape, dtype=t.dtype, device=t.device)
+
+        def fits(u):
+            return u.shape == shape and alike(u)
+
+        make = dict(shape=shape, **same)
     elif op == "backward_g":
-        fits = lambda u: u.shape == t.shape and u.dtype == t.dtype and not u.requires_grad  # noqa: E731
-        make = dict(shape=t.shape, dtype=t.dtype, device=t.device, requires_grad=False)
+        fits = None  # always a new tensor: see lockstep.retired_by
+        make = dict(shape=t.shape, requires_grad=False, **same)
     elif op in ("copy_", "setitem"):
         target = t.shape if op == "copy_" else indexed_shape(t.shape, params[0])
         other_device = op == "copy_"
+        # setitem of a 0-d value goes through fill_, whose backward hands a real
+        # value a complex gradient in torch 2.13 (docs/findings.md): setitem
+        # writes values of the tensor's own dtype, copy_ crosses dtypes
+        own_dtype = op == "setitem"
         # torch 2.13 lets `x[i] = v` make an integer x require grad when v
-        # does (grad_fn CopySlices); that quirk is reported in docs, not fuzzed
+        # does (grad_fn CopySlices): a known failure, not fuzzed here
         plain = op == "setitem" and not DTYPES[t.dtype].can_require_grad
 
         def fits(u):
@@ -245,61 +295,285 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
                 _into(u.shape, target)
                 and (other_device or u.device == t.device)
                 and not (plain and u.requires_grad)
+                and not (own_dtype and u.dtype != t.dtype)
             )
 
-        make = dict(
-            shape=draw(_broadcastable_to(target)), device=None if other_device else t.device
-        )
+        make = dict(shape=draw(_broadcastable_to(target)))
+        if own_dtype:
+            make["dtype"] = t.dtype
+        if not other_device:
+            make["device"] = t.device
         if plain:
             make["requires_grad"] = False
     elif op == "set_data":
-        fits = lambda u: u.dtype == t.dtype and u.device == t.device  # noqa: E731
-        make = dict(dtype=t.dtype, device=t.device, requires_grad=False)
-    elif OPS[op].inplace:
-        fits = lambda u: _into(u.shape, t.shape) and u.dtype == t.dtype and u.device == t.device  # noqa: E731
-        make = dict(shape=draw(_broadcastable_to(t.shape)), dtype=t.dtype, device=t.device)
-    else:
 
         def fits(u):
-            return _broadcasts(u.shape, t.shape) and u.dtype == t.dtype and u.device == t.device
+            return alike(u) and not u.inference
 
-        make = dict(shape=draw(_broadcastable_to(t.shape)), dtype=t.dtype, device=t.device)
-    # mostly from the pool; a gradient is always new (see lockstep.retired_by)
-    index = _pick(draw, g, fits) if op != "backward_g" and draw(_ints(0, 3)) else None
+        make = dict(requires_grad=False, inference=False, **same)
+    else:  # pointwise, in place or not
+        divides = op.startswith("div")
+        into = OPS[op].inplace
+
+        def fits(u):
+            shaped = _into(u.shape, t.shape) if into else _broadcasts(u.shape, t.shape)
+            return shaped and alike(u) and not (divides and not _nonzero(u))
+
+        make = dict(shape=draw(_broadcastable_to(t.shape)), nonzero=divides, **same)
+    if op in ("copy_", "setitem", "set_data"):  # writing a tensor into itself shows little
+        own, inner = g.pool.index(t), fits
+        fits = lambda u: u is not g.pool[own] and inner(u)  # noqa: E731
+    # mostly from the pool
+    index = _pick(draw, g, fits) if fits is not None and draw(_ints(0, 3)) else None
     if index is not None:
         return [], index
     return [_leaf(draw, g, **make)], len(g.pool)
 
 
-def _step(draw, g: Growth, family: str) -> list[Step]:
-    if family == "leaf" or not g.pool:
-        return [_leaf(draw, g)] if len(g.pool) < MAX_POOL else []
-    if family == "backward":
+def _apply_op(
+    draw,
+    g: Growth,
+    op: str,
+    index: int | None = None,
+    other: int | None = None,
+    no_grad: bool | None = None,
+) -> int | None:
+    """Apply `op` to pool tensor `index` (picked if None), with `other` as its
+    second operand when given. Returns the index of its result, or of its
+    operand for ops that return it; None if the op does not fit."""
+    spec = OPS[op]
+    if index is None:
+        index = _pick(draw, g, lambda t: _kind(t) in spec.dtypes)
+        if index is None:
+            return None
+    t = g.pool[index]
+    if _kind(t) not in spec.dtypes or (op == "detach_" and index in g.retained):
+        return None
+    if t.inference and (
+        op in UNMODELLED_ON_INFERENCE or (not t.counterless and _family(op) != "math")
+    ):
+        return None  # the model covers inference tensors and their views, not the rest
+    params = _params(draw, op, t)
+    if params is None:
+        return None
+    if no_grad is None:
+        no_grad = draw(_ints(0, 5)) == 5  # shrinks towards grad mode on
+    tensors: tuple[int, ...] = (index,)
+    if spec.arity == 2:
+        if other is None:
+            second = _second(draw, g, op, t, params)
+            if second is None:
+                return None
+            for step in second[0]:
+                g.apply(step)
+            other = second[1]
+        tensors = (index, other)
+    before = len(g.pool)
+    g.apply(Step(op, tensors, params, no_grad))
+    return len(g.pool) - 1 if len(g.pool) > before else index
+
+
+def _backward(draw, g: Growth, index: int | None = None, retain: bool | None = None) -> None:
+    if index is None:
         index = _pick(draw, g, lambda t: t.requires_grad) if draw(_ints(0, 5)) else None
         if index is None:
             index = _pick(draw, g)
-        t = g.pool[index]
-        retain = draw(_BOOLS)
-        implicit = t.shape == () or (int(np.prod(t.shape)) == 1 and draw(_BOOLS))
-        if implicit or not draw(_ints(0, 7)):
-            return [Step("backward", (index,), (retain,))]
-        second = _second(draw, g, "backward_g", t, ())
-        return second[0] + [Step("backward_g", (index, second[1]), (retain,))]
-    op = draw(_one_of(FAMILIES[family]))
-    index = _pick(draw, g, lambda t: _kind(t) in OPS[op].dtypes)
-    if index is None:
-        return []
     t = g.pool[index]
-    params = _params(draw, op, t)
-    if params is None:
-        return []
-    no_grad = draw(_ints(0, 5)) == 5  # shrinks towards grad mode on
-    if OPS[op].arity == 1:
-        return [Step(op, (index,), params, no_grad)]
-    second = _second(draw, g, op, t, params)
-    if second is None:
-        return []
-    return second[0] + [Step(op, (index, second[1]), params, no_grad)]
+    retain = draw(_BOOLS) if retain is None else retain
+    implicit = t.shape == () or (int(np.prod(t.shape)) == 1 and draw(_BOOLS))
+    if implicit or not draw(_ints(0, 7)):
+        g.apply(Step("backward", (index,), (retain,)))
+        return
+    second = _second(draw, g, "backward_g", t, ())
+    for step in second[0]:
+        g.apply(step)
+    g.apply(Step("backward_g", (index, second[1]), (retain,)))
+
+
+def _graded(draw, g: Growth) -> int:
+    """A floating or complex tensor that requires grad: from the pool or new."""
+    index = _pick(draw, g, lambda t: t.requires_grad and _kind(t) in ("float", "complex"))
+    if index is None or not draw(_ints(0, 3)):
+        graded = tuple(d for d in g.dtypes if DTYPES[d].can_require_grad)
+        dtype = draw(_one_of(graded or g.dtypes))
+        g.apply(_leaf(draw, g, dtype=dtype, requires_grad=bool(graded)))
+        index = len(g.pool) - 1
+    return index
+
+
+def _fitting(ops: tuple[str, ...], t: OTensor) -> tuple[str, ...]:
+    return tuple(op for op in ops if _kind(t) in OPS[op].dtypes)
+
+
+SAVERS = tuple(n for n in FAMILIES["math"] if OPS[n].saves)
+# ops whose behaviour on inference tensors the model leaves out
+UNMODELLED_ON_INFERENCE = ("set_data", "detach_", "retain_grad", "zeros_like")
+# write through: itself, or an alias; .data and detach() are what the rules contrast
+ALIAS_FOR_WRITE = (None, "data", "detach", "data", "detach", "getitem", "transpose", "select")
+
+
+# Motifs: short chains built so that aliasing, writes and backward meet, the
+# interactions the rules are about. Each is ordinary steps.
+def _motif_written_after_use(draw, g: Growth) -> None:
+    x = _graded(draw, g)
+    savers = draw(_ints(0, 3)) > 0  # mostly ops that save what the write will change
+    ops = _fitting(SAVERS if savers else FAMILIES["math"], g.pool[x])
+    if not ops:
+        return
+    before = len(g.steps)
+    y = _apply_op(draw, g, draw(_one_of(ops)), x, no_grad=False)
+    if y is None:
+        return
+    operands = g.steps[-1].tensors if len(g.steps) > before else (x,)
+    target = y if draw(_ints(0, 2)) > 0 else draw(_one_of(tuple(operands)))
+    alias = draw(_one_of(ALIAS_FOR_WRITE))
+    if alias is not None:
+        target = _apply_op(draw, g, alias, target, no_grad=False) or target
+    writes = _fitting(FAMILIES["inplace"], g.pool[target])
+    if writes:
+        _apply_op(draw, g, draw(_one_of(writes)), target)
+    _backward(draw, g, y)
+
+
+def _motif_copy_flows(draw, g: Growth) -> None:
+    src = _graded(draw, g)
+    how = draw(_one_of(("zeros_like", "leaf")))
+    if how == "zeros_like":
+        dst = _apply_op(draw, g, "zeros_like", src, no_grad=False)
+    else:
+        s = g.pool[src]
+        shape = tuple(draw(_expand_shapes(tuple(s.shape))))
+        g.apply(_leaf(draw, g, shape=shape, requires_grad=False))
+        dst = len(g.pool) - 1
+    if dst is not None and draw(_BOOLS):  # into a view: strided, offset, transposed
+        view = draw(_one_of(("transpose", "t", "getitem", "permute")))
+        dst = _apply_op(draw, g, view, dst, no_grad=False) or dst
+    if dst is None or not _into(g.pool[src].shape, g.pool[dst].shape):
+        return
+    _apply_op(draw, g, "copy_", dst, other=src)
+    out = dst
+    if draw(_BOOLS):
+        out = _apply_op(draw, g, draw(_one_of(_fitting(FAMILIES["math"], g.pool[dst]))), dst) or dst
+    _backward(draw, g, out)
+
+
+def _motif_clone_flows(draw, g: Growth) -> None:
+    x = _graded(draw, g)
+    c = _apply_op(draw, g, "clone", x, no_grad=False)
+    if c is None:
+        return
+    if draw(_BOOLS):
+        writes = _fitting(FAMILIES["inplace"], g.pool[c])
+        if writes:
+            _apply_op(draw, g, draw(_one_of(writes)), c)
+    if draw(_BOOLS):  # a second path from x
+        other = _apply_op(draw, g, draw(_one_of(_fitting(FAMILIES["math"], g.pool[x]))), x)
+        if other is not None:
+            _backward(draw, g, other, retain=True)
+    _backward(draw, g, c)
+
+
+def _motif_view_written(draw, g: Growth) -> None:
+    x = _graded(draw, g)
+    base = _apply_op(draw, g, draw(_one_of(("mul_s", "add_s", "clone"))), x, no_grad=False)
+    if base is None:
+        return
+    earlier = _apply_op(draw, g, draw(_one_of(FAMILIES["view"])), base) if draw(_BOOLS) else None
+    view = _apply_op(draw, g, draw(_one_of(FAMILIES["view"])), base)
+    if view is None:
+        return
+    writes = _fitting(FAMILIES["inplace"] + FAMILIES["copy"], g.pool[view])
+    if writes:
+        _apply_op(draw, g, draw(_one_of(writes)), view)
+    _backward(draw, g, draw(_one_of(tuple(i for i in (base, view, earlier) if i is not None))))
+
+
+def _motif_accumulates(draw, g: Growth) -> None:
+    x = _graded(draw, g)
+    y = _apply_op(draw, g, draw(_one_of(_fitting(FAMILIES["math"], g.pool[x]))), x)
+    if y is None:
+        return
+    _backward(draw, g, y, retain=True)
+    second = y if draw(_BOOLS) else _apply_op(draw, g, draw(_one_of(FAMILIES["math"])), x)
+    _backward(draw, g, second if second is not None else y)
+
+
+def _motif_aliases_of_a_view(draw, g: Growth) -> None:
+    x = _pick(draw, g) if draw(_BOOLS) else _graded(draw, g)
+    if x is None:
+        return
+    view = _apply_op(draw, g, draw(_one_of(("transpose", "t", "getitem", "permute", "select"))), x)
+    if view is None:
+        return
+    alias = _apply_op(draw, g, draw(_one_of(("detach", "data", "clone"))), view)
+    if alias is None:
+        return
+    target = draw(_one_of((alias, x, view)))
+    writes = _fitting(FAMILIES["inplace"] + FAMILIES["copy"], g.pool[target])
+    if writes:
+        _apply_op(draw, g, draw(_one_of(writes)), target, no_grad=draw(_BOOLS))
+
+
+def _motif_requires_grad_flags(draw, g: Growth) -> None:
+    x = _pick(draw, g)
+    if x is None:
+        return
+    g.apply(Step("requires_grad_", (x,), (draw(_ints(0, 2)) > 0,)))
+    if draw(_BOOLS):
+        g.apply(Step("retain_grad", (x,)))
+    y = _apply_op(draw, g, draw(_one_of(FAMILIES["math"])), x)
+    if y is not None:
+        _backward(draw, g, y)
+
+
+def _motif_no_grad_block(draw, g: Growth) -> None:
+    x = _graded(draw, g)
+    for _ in range(draw(_ints(1, 3))):
+        family = draw(_one_of(("math", "view", "inplace", "alias")))
+        x = _apply_op(draw, g, draw(_one_of(FAMILIES[family])), x, no_grad=True) or x
+    if draw(_BOOLS):  # and back in grad mode, on what no_grad made
+        writes = _fitting(FAMILIES["inplace"], g.pool[x])
+        if writes:
+            _apply_op(draw, g, draw(_one_of(writes)), x, no_grad=False)
+
+
+def _motif_write_expanded(draw, g: Growth) -> None:
+    x = _pick(draw, g) if draw(_BOOLS) else _graded(draw, g)
+    if x is None:
+        return
+    shape = g.pool[x].shape
+    grown = (2,) + tuple(shape)
+    g.apply(Step("expand", (x,), (grown,), draw(_BOOLS)))
+    v = len(g.pool) - 1
+    writes = _fitting(FAMILIES["inplace"] + FAMILIES["copy"], g.pool[v])
+    if writes and g.pool[v].shape == grown:
+        _apply_op(draw, g, draw(_one_of(writes)), v)
+
+
+MOTIFS = (
+    _motif_written_after_use,
+    _motif_aliases_of_a_view,
+    _motif_requires_grad_flags,
+    _motif_no_grad_block,
+    _motif_write_expanded,
+    _motif_copy_flows,
+    _motif_clone_flows,
+    _motif_view_written,
+    _motif_accumulates,
+)
+
+
+def _step(draw, g: Growth, family: str) -> None:
+    if family == "leaf" or not g.pool:
+        if len(g.pool) < MAX_POOL:
+            g.apply(_leaf(draw, g))
+        return
+    if family == "backward":
+        _backward(draw, g)
+    elif family == "motif":
+        draw(_one_of(MOTIFS))(draw, g)
+    else:
+        _apply_op(draw, g, draw(_one_of(FAMILIES[family])))
 
 
 @st.composite
@@ -315,13 +589,9 @@ def programs(
     programs, so shards of a seeded run differ."""
     g = Growth(devices, dtypes)
     choices = _CHOICES[salt % len(_CHOICES) :] + _CHOICES[: salt % len(_CHOICES)]
-    for step in [_leaf(draw, g) for _ in range(draw(_ints(1, 2)))]:
-        g.apply(step)
-    for _ in range(draw(_ints(4, max_steps))):
-        if g.over:
-            break
-        for step in _step(draw, g, draw(_one_of(choices))):
-            g.apply(step)
-            if g.over:
-                break
+    g.apply(_leaf(draw, g))
+    # one "go on?" draw before each step, as Hypothesis's own lists do: the
+    # shrinker can then delete any step with its flag, not just the last ones
+    while len(g.steps) < max_steps and not g.over and draw(_GO_ON):
+        _step(draw, g, draw(_one_of(choices)))
     return Program(g.steps, render=listing)

@@ -35,6 +35,7 @@ def _says(step: Step, names: list[str]) -> str:
     if step.op == "leaf":
         leaf = step.leaf
         what = "a leaf that requires grad" if leaf.requires_grad else "a tensor"
+        what += " made under inference_mode" if leaf.inference else ""
         return f"{what}: {leaf.dtype}{list(leaf.values.shape)}"
     spec = OPS[step.op]
     if step.op in _SAYS:
@@ -64,7 +65,9 @@ def trace(program: Program) -> list[tuple[str | None, list[str], str | None]]:
         try:
             if step.op == "leaf":
                 leaf = step.leaf
-                result = engine.leaf(leaf.values, leaf.dtype, leaf.requires_grad, leaf.device)
+                result = engine.leaf(
+                    leaf.values, leaf.dtype, leaf.requires_grad, leaf.device, leaf.inference
+                )
             else:
                 tensors = [pool[i] for i in step.tensors]
                 if step.no_grad:
@@ -99,6 +102,8 @@ def step_lines(step: Step, name: str | None, names: list[str], error) -> list[st
         lines = [f"{code}  # {comment}"]
     if step.no_grad:
         lines = ["with torch.no_grad():"] + ["    " + line for line in lines]
+    if step.op == "leaf" and step.leaf.inference:
+        lines = ["with torch.inference_mode():"] + ["    " + line for line in lines]
     return lines
 
 

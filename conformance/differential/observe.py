@@ -27,7 +27,7 @@ class Observed:
     has_grad_fn: object  # bool, or RAISES
     grad: np.ndarray | None
     grad_meta: tuple | None  # (shape, dtype, device) of .grad
-    version: int
+    version: object  # int, or RAISES (an inference tensor)
     storage: int  # identity of the storage, comparable within one side
     base: int | None  # pool index of _base; -1 when not in the pool; None without one
 
@@ -69,7 +69,7 @@ def observe_torch(pool: list[torch.Tensor]) -> list[Observed]:
                         DTYPE_NAMES.get(grad.dtype, str(grad.dtype)),
                         _device(grad.device),
                     ),
-                    version=t._version,
+                    version=_read(lambda t=t: t._version),
                     storage=t.untyped_storage()._cdata,
                     base=None if base is None else index.get(id(base), -1),
                 )
@@ -93,8 +93,10 @@ def observe_oracle(pool: list[OTensor]) -> list[Observed]:
                 is_leaf=_read(lambda t=t: t.is_leaf),
                 has_grad_fn=_read(lambda t=t: t.has_grad_fn),
                 grad=None if grad is None else np.array(grad),
-                grad_meta=None if grad is None else (tuple(np.shape(grad)), t.dtype, t.device),
-                version=t.version,
+                grad_meta=None
+                if grad is None
+                else (tuple(np.shape(grad)), t.grad_dtype or t.dtype, t.device),
+                version=_read(lambda t=t: t.version),
                 storage=id(t.storage),
                 base=None if t.base is None else index.get(id(t.base), -1),
             )

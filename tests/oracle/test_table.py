@@ -123,3 +123,15 @@ def test_the_oracle_and_its_tests_never_import_torch():
     for path in list((ROOT / "oracle").glob("*.py")) + list(Path(__file__).parent.glob("*.py")):
         text = path.read_text()
         assert not re.search(r"^\s*(import torch|from torch)", text, re.M), path
+
+
+def test_the_contract_example_runs():
+    eng = Engine()
+    a = eng.leaf(np.array([1.0, 2.0, 3.0]), dtype="float32", requires_grad=True, device="cpu")
+    b = eng.call("clone", [a])
+    c = eng.call("mul", [a], (2.0,))  # the short form of mul_s
+    eng.call("backward", [eng.call("sum", [c])])  # retain_graph=False
+    with eng.no_grad():
+        eng.call("add_", [a], (1.0,))
+    assert b.has_grad_fn and a.version == 1
+    np.testing.assert_array_equal(a.grad, [2, 2, 2])

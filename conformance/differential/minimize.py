@@ -1,0 +1,115 @@
+"""Shrink a failing program to a minimal chain, by deleting steps.
+
+Hypothesis can shrink programs too, but only through the choices that drew
+them, and every attempt regenerates the program against the oracle. Deleting
+steps directly is cheaper by orders of magnitude, so failures are minimized
+here, the same way every time: a step that made a tensor takes every later
+step that uses it along when it goes, and a deletion is kept only if the
+shorter program still breaks the same rule. Leaf values are then made as
+plain as the failure allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from conformance.differential.lockstep import Discrepancy, Run, execute
+from strategies.programs import Leaf, Program, Step
+
+
+def _pool_indices(program: Program) -> list[int | None]:
+    """For each step, the pool index of the tensor it made (None if none),
+    as the oracle's run of the program assigns them."""
+    from conformance.differential.listing import trace
+
+    out, count = [], 0
+    for name, _, _ in trace(program):
+        out.append(count if name is not None else None)
+        count += name is not None
+    return out
+
+
+def without(program: Program, removed: set[int]) -> Program:
+    """The program without the steps in `removed` and every step that uses a
+    tensor one of them made, with later pool indices renumbered."""
+    made = _pool_indices(program)
+    gone_tensors: set[int] = set()
+    keep: list[Step] = []
+    renumber: dict[int, int] = {}
+    for number, step in enumerate(program.steps):
+        uses_gone = any(t in gone_tensors for t in step.tensors)
+        if number in removed or uses_gone:
+            if made[number] is not None:
+                gone_tensors.add(made[number])
+            continue
+        if made[number] is not None:
+            renumber[made[number]] = len(renumber)
+        keep.append(
+            Step(
+                step.op,
+                tuple(renumber[t] for t in step.tensors),
+                step.params,
+                step.no_grad,
+                step.leaf,
+            )
+        )
+    return Program(keep, render=program.render)
+
+
+def _plain_values(step: Step) -> Step:
+    leaf = step.leaf
+    values = np.ones_like(leaf.values)
+    return Step(
+        "leaf", (), (), step.no_grad, Leaf(values, leaf.dtype, leaf.device, leaf.requires_grad)
+    )
+
+
+def minimize(
+    program: Program,
+    same_failure: Callable[[Run, Discrepancy], bool],
+    budget: int = 400,
+) -> tuple[Program, Run, Discrepancy]:
+    """The smallest program found that still fails the way `same_failure` says."""
+    run, found = execute(program)
+    assert found is not None and same_failure(run, found), "the program must fail to begin with"
+    tries = 0
+
+    def fails(candidate: Program):
+        nonlocal tries
+        tries += 1
+        if not candidate.steps:
+            return None
+        r, d = execute(candidate)
+        return (r, d) if d is not None and same_failure(r, d) else None
+
+    # the steps after the failing one never ran
+    shorter = Program(program.steps[: found.step + 1], render=program.render)
+    if (result := fails(shorter)) is not None:
+        program, (run, found) = shorter, result
+    chunk = max(1, len(program.steps) // 2)
+    while chunk >= 1 and tries < budget:
+        changed = False
+        start = len(program.steps) - chunk
+        while start >= 0 and tries < budget:
+            candidate = without(program, set(range(start, start + chunk)))
+            result = fails(candidate) if len(candidate.steps) < len(program.steps) else None
+            if result is not None:
+                program, (run, found) = candidate, result
+                changed = True
+                start = min(start, len(program.steps)) - chunk
+            else:
+                start -= chunk
+        if not changed:
+            chunk //= 2
+    for number, step in enumerate(program.steps):
+        if tries >= budget:
+            break
+        if step.op == "leaf" and not np.all(step.leaf.values == 1):
+            steps = list(program.steps)
+            steps[number] = _plain_values(step)
+            candidate = Program(steps, render=program.render)
+            if (result := fails(candidate)) is not None:
+                program, (run, found) = candidate, result
+    return program, run, found

@@ -1,0 +1,133 @@
+"""Known-failure lists: invariants a build is known to violate.
+
+A list is a TOML file of `[[known]]` entries, each naming an invariant ID,
+optionally narrowed to a device, a dtype and a range of torch versions, with
+the reason and an upstream link:
+
+    [[known]]
+    invariant = "dtype.inplace_keeps_int_out_of_graph"
+    versions = ">=2.9"
+    reason = "int_tensor.fill_(t) with a 0-d t that requires grad records FillBackward"
+    link = "https://github.com/pytorch/pytorch/issues/76008"
+
+A test whose invariants are all listed is reported as xfailed and runs
+without shrinking; a violation of a listed invariant found by a test that
+checks more than that is turned into an xfail too. An entry that matches
+nothing gives a warning; one whose invariant unexpectedly holds gives a
+warning, or an error under --strict-xfail.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from conformance.invariants import INVARIANTS, Invariant
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+SHIPPED = Path(__file__).resolve().parent / "known-failures.toml"
+
+
+class KnownFailuresError(ValueError):
+    """A list that cannot be read: one line, usage error."""
+
+
+@dataclass(frozen=True)
+class KnownFailure:
+    invariant: str
+    reason: str
+    link: str
+    where: str  # file and entry number, for messages
+    device: str | None = None
+    dtype: str | None = None
+    versions: str | None = None
+
+    def applies_to_build(self, torch_version: str) -> bool:
+        if self.versions is None:
+            return True
+        check = Invariant(self.invariant, "", "", "", self.versions)
+        return check.applies_to(torch_version)
+
+    def covers(self, invariant: str, device: str, dtypes: set[str] | None = None) -> bool:
+        """Whether a violation of `invariant` on `device` (by an example that
+        used `dtypes`, when known) is this known failure."""
+        if invariant != self.invariant:
+            return False
+        if self.device is not None and self.device != device:
+            return False
+        if self.dtype is not None and dtypes is not None and self.dtype not in dtypes:
+            return False
+        return True
+
+    @property
+    def label(self) -> str:
+        scope = "".join(f" [{x}]" for x in (self.device, self.dtype) if x)
+        return f"{self.invariant}{scope}"
+
+    def xfail_reason(self) -> str:
+        return f"known failure {self.label}: {self.reason} ({self.link})"
+
+
+_FIELDS = {"invariant", "reason", "link", "device", "dtype", "versions"}
+
+
+def load(path: Path) -> list[KnownFailure]:
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise KnownFailuresError(f"known-failure list {path} does not exist") from None
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise KnownFailuresError(f"known-failure list {path} cannot be read: {error}") from None
+    entries = document.get("known", [])
+    if not isinstance(entries, list):
+        raise KnownFailuresError(f"{path}: 'known' must be an array of tables ([[known]])")
+    found = []
+    for number, entry in enumerate(entries, 1):
+        where = f"{path}, entry {number}"
+        if not isinstance(entry, dict):
+            raise KnownFailuresError(f"{where}: not a table")
+        unknown = set(entry) - _FIELDS
+        missing = {"invariant", "reason", "link"} - set(entry)
+        if unknown or missing:
+            problem = f"unknown keys {sorted(unknown)}" if unknown else f"missing {sorted(missing)}"
+            raise KnownFailuresError(f"{where}: {problem}")
+        if "versions" in entry:
+            try:
+                SpecifierSet(entry["versions"])
+            except InvalidSpecifier:
+                raise KnownFailuresError(
+                    f"{where}: versions {entry['versions']!r} is not a version specifier"
+                ) from None
+        found.append(KnownFailure(where=where, **{k: str(v) for k, v in entry.items()}))
+    return found
+
+
+def load_all(paths: list[Path]) -> list[KnownFailure]:
+    return [entry for path in paths for entry in load(path)]
+
+
+def stale(
+    entries: list[KnownFailure],
+    torch_version: str,
+    devices: tuple[str, ...],
+    dtypes: tuple[str, ...],
+) -> list[tuple[KnownFailure, str]]:
+    """Entries that cannot match any test of this run, with why."""
+    out = []
+    for entry in entries:
+        if entry.invariant not in INVARIANTS:
+            out.append((entry, f"no invariant is called {entry.invariant!r}"))
+        elif not entry.applies_to_build(torch_version):
+            continue  # written for other builds: not stale, just not this one's
+        elif entry.device is not None and entry.device not in devices:
+            out.append((entry, f"device {entry.device} is not in this run"))
+        elif entry.dtype is not None and entry.dtype not in dtypes:
+            out.append((entry, f"dtype {entry.dtype} is not in this run"))
+    return out
