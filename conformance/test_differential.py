@@ -13,7 +13,7 @@ from conformance.differential.attribution import attribute
 from conformance.differential.generate import programs
 from conformance.differential.listing import listing, repro_script
 from conformance.differential.lockstep import execute
-from conformance.differential.minimize import minimize
+from conformance.differential.minimize import minimize, same_failure
 from conformance.harness import COVERAGE_STEPS, Example
 from conformance.invariants import CATALOGUE, INVARIANTS
 from conformance.selection import current
@@ -46,8 +46,9 @@ def test_torch_agrees_with_the_reference_model(device, shard, data):
     COVERAGE_STEPS.append(run.steps_checked)
     if found is None:
         return
+    # minimize while it fails the same way, then name the rule on the minimal chain
+    program, run, found = minimize(program, same_failure(found))
     invariant = attribute(run, found)
-    program, run, found = minimize(program, lambda r, d: attribute(r, d) == invariant)
     observed = run.observed[0]
     dtype = observed[found.tensors[0]].dtype if found.tensors and observed else "float64"
     script = repro_script(

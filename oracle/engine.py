@@ -159,6 +159,9 @@ class Engine:
             if geo.broadcast_shapes(ts[0].shape[:-2], ts[1].shape[:-2]) is None:
                 raise OracleError(ErrorKind.NOT_BROADCASTABLE, "must match the size")
         edges = [t.edge() for t in ts] if self._needs_grad(ts) else None  # before the kernel
+        early = None  # torch's autograd wrapper saves its inputs before the kernel checks them
+        if edges is not None and spec.name != "matmul":
+            early = self._saves(spec, ts, p, edges, (False, False))
         shape = spec.check([t.shape for t in ts], p) if spec.check else ts[0].shape
         with np.errstate(all="ignore"):
             values = np.asarray(
@@ -176,7 +179,10 @@ class Engine:
         else:
             operands = [(t.shape, t.strides) for t in ts] + [((), ())] * spec.scalar_operand
             strides = geo.elementwise_strides(shape, operands)
-        saves = self._saves(spec, ts, p, edges, copies) if edges is not None else {}
+        if early is not None:
+            saves = early
+        else:
+            saves = self._saves(spec, ts, p, edges, copies) if edges is not None else {}
         dtype = out_dtype(spec, ts[0].dtype)
         self._check_unstable(spec, ts)
         if version < 0:  # matmul hands back the transposed view of its real result

@@ -368,7 +368,7 @@ def _():
         def copy_(self, src, *a, **k):
             if not (self.requires_grad and torch.is_grad_enabled() and not self.is_leaf):
                 return orig(self, src, *a, **k)
-            old = self * 1
+            old = self + 0
             orig(self, src, *a, **k)
             version = self._version
             self.add_(old - old.detach())  # adds zero, and a path to the old values
@@ -450,15 +450,36 @@ def _():
     _replace("detach", make)
 
 
-@plant("detach_is_view", "detach.blocks_gradient", "detach() of a grad tensor is a plain view")
+@plant(
+    "detach_leaks_gradient",
+    "detach.blocks_gradient",
+    "detach() of a tensor that requires grad looks detached but passes gradient on",
+)
 def _():
+    fake = _Registry()
+
     def make(orig):
         def detach(self):
-            return self.view_as(self) if self.requires_grad else orig(self)
+            if not self.requires_grad:
+                return orig(self)
+            out = self.view_as(self)
+            fake.put(out, True)
+            return out
 
         return detach
 
     _replace("detach", make)
+
+    def lie(value):
+        def getter(get):
+            return lambda self: value if fake.get(self) is not None else get(self)
+
+        return getter
+
+    _replace_property("requires_grad", getter=lie(False))
+    _replace_property("grad_fn", getter=lie(None))
+    _replace_property("is_leaf", getter=lie(True))
+    _replace_property("_base", getter=lie(None))
 
 
 @plant(
@@ -472,7 +493,7 @@ def _():
             out = orig(self)
             spare = out.untyped_storage().nbytes() // out.element_size()
             last = out.storage_offset() + sum(
-                (n - 1) * st for n, st in zip(out.shape, out.stride())
+                (n - 1) * st for n, st in zip(out.shape, out.stride(), strict=True)
             )
             if self.is_contiguous() or out.numel() == 0 or last + 1 >= spare:
                 return out
@@ -484,22 +505,53 @@ def _():
 
 
 @plant(
-    "detach_fresh_version@nonleaf",
+    "detach_writes_forgiven",
     "detach.write_then_backward_raises",
-    "detach() of a non-leaf has its own version counter",
+    "backward silently skips its work when a write came through a detach() alias",
 )
 def _():
     torch = _torch()
+    aliases = _Registry()
+    written = [False]
 
-    def make(orig):
+    def make_detach(orig):
         def detach(self):
-            if self.grad_fn is not None:
-                return torch._C.TensorBase.data.__get__(self)
-            return orig(self)
+            out = orig(self)
+            aliases.put(out, True)
+            return out
 
         return detach
 
-    _replace("detach", make)
+    _replace("detach", make_detach)
+    originals = {name: getattr(torch.Tensor, name) for name in _INPLACE}
+
+    def noted(name):
+        def op(self, *a, **k):
+            out = originals[name](self, *a, **k)
+            base = torch._C.TensorBase._base.__get__(self)
+            if aliases.get(self) is not None or (base is not None and aliases.get(base)):
+                written[0] = True
+            return out
+
+        return op
+
+    for name in _INPLACE:
+        setattr(torch.Tensor, name, noted(name))
+
+    def make(orig):
+        def backward(self, *a, **k):
+            try:
+                return orig(self, *a, **k)
+            except RuntimeError as error:
+                if written[0] and "modified by an inplace operation" in str(error):
+                    return None
+                raise
+            finally:
+                written[0] = False  # forgiven once: the writes before this backward
+
+        return backward
+
+    _replace("backward", make)
 
 
 @plant("detach_inplace_noop", "detach.inplace_makes_leaf", "detach_() does nothing")
@@ -560,7 +612,8 @@ def _():
     def noted(name):
         def op(self, *a, **k):
             out = originals[name](self, *a, **k)
-            if aliases.get(self) is not None:
+            base = torch._C.TensorBase._base.__get__(self)
+            if aliases.get(self) is not None or (base is not None and aliases.get(base)):
                 written[0] = True
             return out
 
@@ -571,7 +624,8 @@ def _():
 
     def make(orig):
         def backward(self, *a, **k):
-            if written[0] and self.grad_fn is not None:
+            raise_now, written[0] = written[0], False  # the writes since the last backward
+            if raise_now and self.grad_fn is not None:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified "
                     "by an inplace operation"
@@ -859,15 +913,18 @@ def _():
         "inplace operation"
     )
 
+    def version(tensor):
+        return None if tensor.is_inference() else tensor._version
+
     def check(ctx):
-        for tensor, version in ctx.inputs:
-            if tensor._version != version:
+        for tensor, seen in ctx.inputs:
+            if seen is not None and tensor._version != seen:
                 raise RuntimeError(modified)
 
     class CheckedAdd(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x, y, sign):
-            ctx.inputs = [(x, x._version), (y, y._version)]
+            ctx.inputs = [(x, version(x)), (y, version(y))]
             ctx.shapes, ctx.sign = (x, y), sign
             return x + y * sign
 
@@ -880,7 +937,7 @@ def _():
     class CheckedNeg(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x):
-            ctx.inputs = [(x, x._version)]
+            ctx.inputs = [(x, version(x))]
             return -x
 
         @staticmethod
@@ -1234,7 +1291,7 @@ def _():
 )
 def _():
     torch = _torch()
-    for name in ("__mul__", "__rmul__", "__truediv__", "mul"):
+    for name in ("__mul__", "__rmul__", "__truediv__", "mul", "div"):
 
         def make(orig):
             def op(self, other, *a, **k):
@@ -1264,3 +1321,117 @@ def _():
         return copy_
 
     _replace("copy_", make)
+
+
+# --- ops in general ------------------------------------------------------------------
+
+
+@plant("exp_doubles@bfloat16", "ops.values", "x.exp() of a bfloat16 tensor is 2 * exp(x)")
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def exp(self):
+            out = orig(self)
+            return out + out if self.dtype == torch.bfloat16 else out
+
+        return exp
+
+    _replace("exp", make)
+
+
+@plant("add_inplace_returns_copy", "ops.inplace_writes_self", "x.add_(y) returns a copy of x")
+def _():
+    def make(orig):
+        def add_(self, *a, **k):
+            return orig(self, *a, **k).clone()
+
+        return add_
+
+    _replace("add_", make)
+
+
+@plant("neg_writes_input", "ops.out_of_place_new_tensor", "x.neg() negates x in place")
+def _():
+    def make(orig):
+        def neg(self):
+            return self.neg_() if not self.requires_grad else orig(self)
+
+        return neg
+
+    _replace("neg", make)
+
+
+@plant(
+    "add_forgives_shapes", "ops.shape_errors", "x.add(y) of shapes that do not broadcast gives x"
+)
+def _():
+    def make(orig):
+        def add(self, other, *a, **k):
+            try:
+                return orig(self, other, *a, **k)
+            except RuntimeError as error:
+                if "must match the size" in str(error):
+                    return self.clone()
+                raise
+
+        return add
+
+    for name in ("add", "__add__"):
+        _replace(name, make)
+
+
+@plant("sin_drops_graph", "grad.requires_grad_propagates", "x.sin() of a grad tensor is detached")
+def _():
+    def make(orig):
+        def sin(self):
+            out = orig(self)
+            return out.detach() if self.requires_grad else out
+
+        return sin
+
+    _replace("sin", make)
+
+
+@plant("sigmoid_grad_wrong", "grad.formula", "sigmoid's backward forgets the (1 - r) factor")
+def _():
+    torch = _torch()
+
+    def make(orig):
+        class Sigmoid(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                out = orig(x)
+                ctx.save_for_backward(out)
+                return out
+
+            @staticmethod
+            def backward(ctx, g):
+                (r,) = ctx.saved_tensors
+                return g * r.conj()
+
+        def sigmoid(self):
+            if self.requires_grad and torch.is_grad_enabled():
+                return Sigmoid.apply(self)
+            return orig(self)
+
+        return sigmoid
+
+    _replace("sigmoid", make)
+
+
+@plant(
+    "requires_grad_off_ignored",
+    "grad.requires_grad_flag_on_leaves",
+    "requires_grad_(False) on a non-leaf is silently ignored",
+)
+def _():
+    def make(orig):
+        def requires_grad_(self, requires_grad=True):
+            if not requires_grad and not self.is_leaf:
+                return self
+            return orig(self, requires_grad)
+
+        return requires_grad_
+
+    _replace("requires_grad_", make)

@@ -28,6 +28,9 @@ RELATION = {
     "reshape": "view",
 }
 
+# ops no gradient flows back through, from their result to their operand
+GRAD_OPAQUE = ("zeros_like", "detach", "data", "detach_", "leaf")
+
 # rule broken, by property and relation
 BY_RELATION = {
     "storage": {
@@ -115,19 +118,22 @@ class Facts:
             out.append(parent)
         return out
 
-    def ancestry(self, i: int) -> set[int]:
-        """Every pool tensor `i` was computed from, operands of all kinds."""
+    def ancestry(self, i: int, writes: bool = True, grad_only: bool = False) -> set[int]:
+        """Every pool tensor `i` was computed from, operands of all kinds, and
+        (with `writes`) whatever was written into it in place; with `grad_only`,
+        only through ops a gradient can flow back through."""
         seen, stack = set(), [i]
         while stack:
             j = stack.pop()
             if j in seen or j >= len(self.origins):
                 continue
             seen.add(j)
-            stack.extend(self.origins[j].parents)
-            # tensors written in place into j also feed it
-            for step in self.steps[: self.d.step + 1]:
-                if self._writes(step) == j:
-                    stack.extend(step.tensors[1:])
+            if not (grad_only and self.origins[j].op in GRAD_OPAQUE):
+                stack.extend(self.origins[j].parents)
+            if writes:
+                for step in self.steps[: self.d.step + 1]:
+                    if self._writes(step) == j:
+                        stack.extend(step.tensors[1:])
         return seen
 
     def path(self, i: int, j: int) -> list[tuple[int, int]] | None:
@@ -353,6 +359,14 @@ def _autograd_flags(f: Facts, i: int) -> str:
     return "grad.requires_grad_propagates"
 
 
+def _made_by(f: Facts, step: int) -> int | None:
+    """The pool index of the tensor a step made, or what it wrote into."""
+    for index, origin in enumerate(f.origins):
+        if origin.step == step:
+            return index
+    return f._writes(f.steps[step])
+
+
 def _grad(f: Facts, i: int) -> str:
     run, d = f.run, f.d
     before_o = run.previous[0]
@@ -373,8 +387,11 @@ def _grad(f: Facts, i: int) -> str:
             return "grad.accumulates_across_backward"
     copies = [s for s in f.steps[: d.step] if s.op == "copy_"]
     if copies:
-        sources = set().union(*(f.ancestry(s.tensors[1]) for s in copies))
-        return "copy.grad_flows_to_src" if i in sources else "copy.overwritten_gets_no_grad"
+        # a leaf behind the values copy_ overwrote must get nothing from them
+        overwritten = set().union(
+            *(f.ancestry(s.tensors[0], writes=False, grad_only=True) for s in copies)
+        )
+        return "copy.overwritten_gets_no_grad" if i in overwritten else "copy.grad_flows_to_src"
     if any(s.op == "clone" for s in f.steps[: d.step]):
         return "clone.grad_flows_to_source"
     if f.writes_through("data"):
@@ -383,7 +400,14 @@ def _grad(f: Facts, i: int) -> str:
         target = f._writes(step)
         if target is not None and run.oracle_pool[target].is_view:
             return "view.inplace_updates_base_grad"
-    uses = sum(s.tensors.count(i) for s in f.steps[: d.step] if s.op != "leaf")
+    # several uses of the leaf on the way to what backward started from
+    root = f.step.tensors[0]
+    feeding = f.ancestry(root)
+    uses = sum(
+        s.tensors.count(i)
+        for n, s in enumerate(f.steps[: d.step])
+        if s.op != "leaf" and _made_by(f, n) in feeding
+    )
     if uses > 1:
         return "grad.accumulates_across_paths"
     return "grad.formula"

@@ -253,6 +253,16 @@ def _into(src: tuple, dst: tuple) -> bool:
     )
 
 
+def _mismatched(draw, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """A shape that does not broadcast with `shape`, or None if none is near."""
+    sized = [d for d, n in enumerate(shape) if n != 1]
+    if not sized:
+        return None
+    d = draw(_one_of(tuple(sized)))
+    other = 2 if shape[d] != 2 else 3
+    return shape[:d] + (other,) + shape[d + 1 :]
+
+
 def _nonzero(u: OTensor) -> bool:
     # a zero divisor gives an infinity whose sign follows the sign of the
     # zero, which no op promises; divisors are kept away from zero
@@ -306,11 +316,13 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
         if plain:
             make["requires_grad"] = False
     elif op == "set_data":
+        # the same shape: after `x.data = y` changes a leaf's shape, whether its
+        # gradient still fits depends on when torch made its accumulator
 
         def fits(u):
-            return alike(u) and not u.inference
+            return alike(u) and not u.inference and u.shape == t.shape
 
-        make = dict(requires_grad=False, inference=False, **same)
+        make = dict(shape=t.shape, requires_grad=False, inference=False, **same)
     else:  # pointwise, in place or not
         divides = op.startswith("div")
         into = OPS[op].inplace
@@ -320,6 +332,12 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
             return shaped and alike(u) and not (divides and not _nonzero(u))
 
         make = dict(shape=draw(_broadcastable_to(t.shape)), nonzero=divides, **same)
+        if t.shape and not draw(_ints(0, 11)):  # now and then shapes that must not fit
+            bad = _mismatched(draw, tuple(t.shape))
+            if bad is not None:
+                make["shape"] = bad
+                g.apply(_leaf(draw, g, **make))
+                return [], len(g.pool) - 1
     if op in ("copy_", "setitem", "set_data"):  # writing a tensor into itself shows little
         own, inner = g.pool.index(t), fits
         fits = lambda u: u is not g.pool[own] and inner(u)  # noqa: E731
@@ -353,6 +371,8 @@ def _apply_op(
         op in UNMODELLED_ON_INFERENCE or (not t.counterless and _family(op) != "math")
     ):
         return None  # the model covers inference tensors and their views, not the rest
+    if op == "matmul" and t.no_grad_view:
+        return None  # which tensors matmul saves for a view made under no_grad: not modelled
     params = _params(draw, op, t)
     if params is None:
         return None
@@ -406,6 +426,8 @@ def _fitting(ops: tuple[str, ...], t: OTensor) -> tuple[str, ...]:
 
 
 SAVERS = tuple(n for n in FAMILIES["math"] if OPS[n].saves)
+NON_SAVERS = tuple(n for n in FAMILIES["math"] if not OPS[n].saves)
+SAVERS_OF_ONE = tuple(n for n in SAVERS if OPS[n].arity == 1)
 # ops whose behaviour on inference tensors the model leaves out
 UNMODELLED_ON_INFERENCE = ("set_data", "detach_", "retain_grad", "zeros_like")
 # write through: itself, or an alias; .data and detach() are what the rules contrast
@@ -416,8 +438,9 @@ ALIAS_FOR_WRITE = (None, "data", "detach", "data", "detach", "getitem", "transpo
 # interactions the rules are about. Each is ordinary steps.
 def _motif_written_after_use(draw, g: Growth) -> None:
     x = _graded(draw, g)
-    savers = draw(_ints(0, 3)) > 0  # mostly ops that save what the write will change
-    ops = _fitting(SAVERS if savers else FAMILIES["math"], g.pool[x])
+    # ops that save what the write changes (backward must refuse, or see the
+    # new values through .data), and ops that save nothing (backward must not care)
+    ops = _fitting(SAVERS if draw(_BOOLS) else NON_SAVERS, g.pool[x])
     if not ops:
         return
     before = len(g.steps)
@@ -425,13 +448,37 @@ def _motif_written_after_use(draw, g: Growth) -> None:
     if y is None:
         return
     operands = g.steps[-1].tensors if len(g.steps) > before else (x,)
-    target = y if draw(_ints(0, 2)) > 0 else draw(_one_of(tuple(operands)))
+    target = y if draw(_BOOLS) else draw(_one_of(tuple(operands)))
     alias = draw(_one_of(ALIAS_FOR_WRITE))
     if alias is not None:
         target = _apply_op(draw, g, alias, target, no_grad=False) or target
     writes = _fitting(FAMILIES["inplace"], g.pool[target])
     if writes:
-        _apply_op(draw, g, draw(_one_of(writes)), target)
+        t = g.pool[target]
+        # a leaf that requires grad (or a view of one) is only written under no_grad
+        leafish = t.requires_grad and (t._fn is None or (t.base is not None and t.base._fn is None))
+        _apply_op(draw, g, draw(_one_of(writes)), target, no_grad=True if leafish else None)
+    _backward(draw, g, y)
+
+
+def _motif_written_through_alias(draw, g: Growth) -> None:
+    """y = op(x) saving y or x; write the saved one through .data or detach();
+    backward: it must raise (detach) or see the new values (.data)."""
+    x = _graded(draw, g)
+    ops = _fitting(SAVERS_OF_ONE, g.pool[x])
+    if not ops:
+        return
+    op = draw(_one_of(ops))
+    y = _apply_op(draw, g, op, x, no_grad=False)
+    if y is None:
+        return
+    saved = y if "result" in OPS[op].saves else x
+    alias = _apply_op(draw, g, draw(_one_of(("data", "detach"))), saved, no_grad=False)
+    if alias is None:
+        return
+    writes = _fitting(FAMILIES["inplace"], g.pool[alias])
+    if writes:
+        _apply_op(draw, g, draw(_one_of(writes)), alias, no_grad=False)
     _backward(draw, g, y)
 
 
@@ -541,6 +588,8 @@ def _motif_write_expanded(draw, g: Growth) -> None:
     x = _pick(draw, g) if draw(_BOOLS) else _graded(draw, g)
     if x is None:
         return
+    if g.pool[x].inference and not g.pool[x].counterless:
+        return  # views of .data or detach() of an inference tensor: not modelled
     shape = g.pool[x].shape
     grown = (2,) + tuple(shape)
     g.apply(Step("expand", (x,), (grown,), draw(_BOOLS)))
@@ -550,8 +599,32 @@ def _motif_write_expanded(draw, g: Growth) -> None:
         _apply_op(draw, g, draw(_one_of(writes)), v)
 
 
+def _motif_inference_meets_grad(draw, g: Growth) -> None:
+    x = _graded(draw, g)
+    shape = g.pool[x].shape
+    made = _leaf(
+        draw,
+        g,
+        shape=shape,
+        dtype=g.pool[x].dtype,
+        device=g.pool[x].device,
+        requires_grad=False,
+        inference=True,
+    )
+    g.apply(made)
+    t = len(g.pool) - 1
+    op = draw(_one_of(("mul", "div", "add", "sub")))
+    first, second = (x, t) if draw(_BOOLS) else (t, x)
+    y = _apply_op(draw, g, op, first, other=second, no_grad=False)
+    if y is not None and y != first:
+        _backward(draw, g, y)
+
+
 MOTIFS = (
+    _motif_inference_meets_grad,
+    _motif_written_through_alias,
     _motif_written_after_use,
+    _motif_written_after_use,  # the heart of the rules: twice as often
     _motif_aliases_of_a_view,
     _motif_requires_grad_flags,
     _motif_no_grad_block,

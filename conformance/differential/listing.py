@@ -148,6 +148,15 @@ def _checks(kind: str, tensors: tuple[int, ...], expected, tolerance) -> list[st
         attr = {"shape": "tuple({0}.shape)", "dtype": "str({0}.dtype)", "device": "{0}.device.type"}
         want = f"torch.{expected}" if kind == "dtype" else expected
         return [f"assert {attr[kind].format(t[0])} == {want!r}".replace("'torch.", "'torch.")]
+    if kind == "version" and expected == "raises":  # an inference tensor: no counter
+        return [
+            "try:",
+            f"    {t[0]}._version",
+            "except RuntimeError as error:",
+            "    assert 'Inference tensors do not track version counter' in str(error), error",
+            "else:",
+            f"    raise AssertionError('{t[0]} has a version counter')",
+        ]
     if kind == "version":
         return [f"assert {t[0]}._version - version_before == {expected!r}, {t[0]}._version"]
     if kind in ("requires_grad", "is_leaf"):
@@ -198,7 +207,7 @@ def repro_script(
     for number, (step, (name, names, error)) in enumerate(zip(program.steps, traced, strict=True)):
         if number == last:
             lines.append("# torch and the reference model disagree after this step:")
-            if discrepancy.kind == "version":
+            if discrepancy.kind == "version" and discrepancy.expected != "raises":
                 lines.append(
                     f"version_before = t{discrepancy.tensors[0]}._version"
                     if discrepancy.tensors[0] < _pool_size(traced, number)

@@ -281,6 +281,7 @@ def _compare_pool(run: Run, number: int, step: Step, skip_values: bool) -> Discr
                 t.base,
                 f"t{i}._base is {_base_name(t.base)}, expected {_base_name(o.base)}",
             )
+    path = [ours[k] for k in feeding(run, step) if k < len(ours)]
     for i in live:
         o, t = ours[i], theirs[i]
         if (o.grad is None) != (t.grad is None):
@@ -302,7 +303,7 @@ def _compare_pool(run: Run, number: int, step: Step, skip_values: bool) -> Discr
                 t.grad_meta,
                 f"t{i}.grad is (shape, dtype, device) {t.grad_meta}, expected {o.grad_meta}",
             )
-        if not skip_values and not close(t.grad, o.grad, o.dtype, grad_tolerance(o.dtype, ours)):
+        if not skip_values and not close(t.grad, o.grad, o.dtype, grad_tolerance(o.dtype, path)):
             return found(
                 "grad",
                 [i],
@@ -352,10 +353,33 @@ _UNIT = {
 _SCALE_CAP = 1e3  # beyond that, overflowing chains: their gradients are compared at the cap
 
 
+def feeding(run: Run, step: Step) -> set[int]:
+    """The pool tensors a backward from `step`'s first operand computes through:
+    its origins' operands, and whatever was written into them in place."""
+    if step.op not in BACKWARD_OPS:
+        return set()
+    writes: dict[int, list[int]] = {}
+    for earlier in run.program.steps:
+        if earlier is step:
+            break
+        if earlier.op != "leaf" and (OPS[earlier.op].inplace or earlier.op == "set_data"):
+            writes.setdefault(earlier.tensors[0], []).extend(earlier.tensors[1:])
+    seen, stack = set(), [step.tensors[0]]
+    while stack:
+        j = stack.pop()
+        if j in seen or j >= len(run.origins):
+            continue
+        seen.add(j)
+        stack.extend(run.origins[j].parents)
+        stack.extend(writes.get(j, ()))
+    return seen
+
+
 def grad_tolerance(dtype: str, pool: list[Observed]) -> tuple[float, float]:
     """(rtol, atol) for a gradient: the tolerance of the least precise floating
-    dtype in play, with an absolute part that grows with the square of the
-    largest magnitude in play (a gradient term is a product)."""
+    dtype on its path (`pool`: the tensors it was computed through), with an
+    absolute part that grows with the square of the largest magnitude there
+    (a gradient term is a product)."""
     floating = [o.dtype for o in pool if o.dtype in _UNIT] + [dtype]
     coarsest = max((d for d in floating if d in _UNIT), key=lambda d: _UNIT[d], default=dtype)
     rtol, atol = tolerance(coarsest if coarsest in _UNIT else dtype)

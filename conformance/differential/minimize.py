@@ -66,6 +66,21 @@ def _plain_values(step: Step) -> Step:
     )
 
 
+def same_failure(first: Discrepancy) -> Callable[[Run, Discrepancy], bool]:
+    """Fails the way `first` did: the same kind of difference, and for a raise
+    the same expected and actual error classes."""
+
+    def same(run: Run, found: Discrepancy) -> bool:
+        if found.kind != first.kind:
+            return False
+        return found.kind != "raise" or (found.expected, found.actual) == (
+            first.expected,
+            first.actual,
+        )
+
+    return same
+
+
 def minimize(
     program: Program,
     same_failure: Callable[[Run, Discrepancy], bool],

@@ -58,13 +58,19 @@ def test_tolerance_and_classify():
     cases = [
         ("a view of a leaf Variable that requires grad is being used", K.INPLACE_ON_LEAF_VIEW),
         ("a leaf Variable that requires grad is being used in an in-place", K.INPLACE_ON_LEAF),
-        ("Output 0 of T is a view of a view which was created in no_grad mode and is ...",
-         K.NO_GRAD_VIEW_INPLACE),
-        ("A view was created in no_grad mode ... is ambiguous and error-prone",
-         K.NO_GRAD_VIEW_INPLACE),
+        (
+            "Output 0 of T is a view of a view which was created in no_grad mode and is ...",
+            K.NO_GRAD_VIEW_INPLACE,
+        ),
+        (
+            "A view was created in no_grad mode ... is ambiguous and error-prone",
+            K.NO_GRAD_VIEW_INPLACE,
+        ),
         ("output with shape [3] doesn't match the broadcast shape [2, 3]", K.NOT_BROADCASTABLE),
-        ("Dimension out of range (expected to be in range of [-2, 1], but got 2)",
-         K.INDEX_OUT_OF_RANGE),
+        (
+            "Dimension out of range (expected to be in range of [-2, 1], but got 2)",
+            K.INDEX_OUT_OF_RANGE,
+        ),
         ("shape '[4, 2]' is invalid for input of size 6", K.INVALID_SHAPE),
         ("mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)", K.SHAPE_MISMATCH),
         ("something else entirely", None),

@@ -1,0 +1,65 @@
+"""The differential alone catches every planted violation and names the rule
+it breaks; the repro script it writes fails on the patched torch and passes
+on a clean one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import SITE, run_suite
+from tests.plants import PLANTS
+
+pytestmark = pytest.mark.slow
+
+
+def _run_script(path, plant: str | None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("CONFORMANCE_PLANT", "PYTHONPATH")}
+    if plant is not None:
+        env.update(CONFORMANCE_PLANT=plant, PYTHONPATH=str(SITE))
+    return subprocess.run(
+        [sys.executable, str(path)],
+        cwd=path.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(PLANTS))
+def test_differential_catches_planted_violation(name, tmp_path):
+    plant = PLANTS[name]
+    run = run_suite(
+        "-k", "differential",  # the property tests deselected
+        "--profile", "ci",
+        "--workers", "0",
+        "--no-known-failures",
+        "--report-dir", str(tmp_path),
+        "--report-name", "planted",
+        "-q",
+        plant=name,
+        report=True,
+    )  # fmt: skip
+    assert run.returncode == 1, f"{name} ({plant.what}) went unnoticed:\n{run.stdout[-3000:]}"
+    assert plant.breaks in run.violated, (
+        f"{name} should break {plant.breaks}, the differential reported {sorted(run.violated)}"
+    )
+    report = json.loads((tmp_path / "planted.json").read_text())
+    failures = report["invariants"][plant.breaks]["failures"]
+    scripts = [f["repro"] for f in failures if f.get("repro")]
+    assert scripts, f"no repro script for {plant.breaks}"
+    path = tmp_path / "repro.py"
+    path.write_text(scripts[0])
+    imports = [line for line in scripts[0].splitlines() if line.startswith(("import ", "from "))]
+    assert imports == ["import torch"], f"the repro imports more than torch: {imports}"
+    patched = _run_script(path, name)
+    assert patched.returncode != 0, f"the repro passed on the patched torch:\n{scripts[0]}"
+    clean = _run_script(path, None)
+    assert clean.returncode == 0 and "ok: torch keeps" in clean.stdout, (
+        f"the repro failed on a clean torch:\n{clean.stdout}{clean.stderr}\n{scripts[0]}"
+    )
