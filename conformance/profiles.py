@@ -13,14 +13,41 @@ from __future__ import annotations
 import os
 
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis.database import (
+    DirectoryBasedExampleDatabase,
+    ExampleDatabase,
+    GitHubArtifactDatabase,
+    MultiplexedDatabase,
+    ReadOnlyDatabase,
+)
 
 DEFAULT_PROFILE = "dev"
 CI_DEFAULT_SEED = 0
 
 _QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+SHARED_DB_VARIABLE = "CONFORMANCE_GITHUB_DB"
+
+
+def example_database() -> ExampleDatabase:
+    """The local example database, plus, when CONFORMANCE_GITHUB_DB names a
+    repository (owner/name), the failures CI stored there, read-only: they
+    are replayed first here too. See the README, "Sharing failures"."""
+    local = DirectoryBasedExampleDatabase(".hypothesis/examples")
+    shared = os.environ.get(SHARED_DB_VARIABLE, "")
+    if "/" not in shared:
+        return local
+    owner, repo = shared.split("/", 1)
+    return MultiplexedDatabase(local, ReadOnlyDatabase(GitHubArtifactDatabase(owner, repo)))
+
 
 PROFILES: dict[str, settings] = {
-    "dev": settings(max_examples=80, deadline=None, suppress_health_check=_QUIET, print_blob=True),
+    "dev": settings(
+        max_examples=80,
+        deadline=None,
+        database=example_database(),
+        suppress_health_check=_QUIET,
+        print_blob=True,
+    ),
     "ci": settings(
         max_examples=120,
         deadline=None,
@@ -29,7 +56,11 @@ PROFILES: dict[str, settings] = {
         print_blob=True,
     ),
     "thorough": settings(
-        max_examples=2000, deadline=None, suppress_health_check=_QUIET, print_blob=True
+        max_examples=2000,
+        deadline=None,
+        database=example_database(),
+        suppress_health_check=_QUIET,
+        print_blob=True,
     ),
     # For the project's own tests of planted violations: find fast, skip shrinking.
     "planted": settings(

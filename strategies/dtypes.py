@@ -52,6 +52,16 @@ DTYPES: dict[str, DtypeInfo] = {
     )
 }
 
+# Unit roundoff (half an ulp at 1) of the floating dtypes.
+UNIT_ROUNDOFF: dict[str, float] = {
+    "bfloat16": 2.0**-8,
+    "float16": 2.0**-11,
+    "float32": 2.0**-24,
+    "complex64": 2.0**-24,
+    "float64": 2.0**-53,
+    "complex128": 2.0**-53,
+}
+
 GRAD_DTYPES = tuple(name for name, info in DTYPES.items() if info.can_require_grad)
 NO_GRAD_DTYPES = tuple(name for name, info in DTYPES.items() if not info.can_require_grad)
 
@@ -126,6 +136,8 @@ def round_to(values: np.ndarray, dtype: str) -> np.ndarray:
         narrow = {"float16": np.float16, "float32": np.float32, "complex64": np.complex64}[dtype]
         with np.errstate(over="ignore"):
             return values.astype(narrow).astype(DTYPES[dtype].compute_dtype)
+    if DTYPES[dtype].kind == "int":  # wrap around, as integer arithmetic does
+        return values.astype(np.dtype(dtype)).astype(np.int64)
     return values.astype(DTYPES[dtype].compute_dtype)
 
 

@@ -34,14 +34,13 @@ class Leaf:
     inference: bool = False  # made under torch.inference_mode()
 
     def source(self) -> str:
-        build = f"torch.tensor({self.values.tolist()!r}, dtype=torch.{self.dtype}"
-        build += f", device={self.device!r}"
-        if self.requires_grad:
-            build += ", requires_grad=True"
-        build += ")"
-        if self.values.size == 0 and self.values.ndim != 1:
-            build += f".reshape({tuple(self.values.shape)!r})"
-        return build
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        where = f"dtype=torch.{self.dtype}, device={self.device!r}{grad}"
+        if self.values.size == 0:
+            # a nested empty list loses the shape, and reshaping after
+            # requires_grad=True would make a non-leaf
+            return f"torch.empty({tuple(self.values.shape)!r}, {where})"
+        return f"torch.tensor({self.values.tolist()!r}, {where})"
 
 
 @dataclass(frozen=True)
