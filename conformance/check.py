@@ -121,8 +121,10 @@ def close(
     """Equal for integers and bool; within (rtol, atol) for floating dtypes."""
     if actual.shape != np.shape(expected):
         return False
+    if np.array_equal(actual, expected):  # the common case, at a tenth of allclose's cost
+        return True
     if dtype not in TOLERANCES:
-        return bool(np.array_equal(actual, expected))
+        return False
     rtol, atol = tolerance or TOLERANCES[dtype]
     if np.iscomplexobj(actual) or np.iscomplexobj(expected):
         # C++ and NumPy disagree on which of inf and nan complex arithmetic

@@ -18,7 +18,7 @@ from conformance.check import InvariantViolation
 from conformance.invariants import INVARIANTS
 from conformance.known_failures import KnownFailure
 from conformance.nodeids import device_of, invariants_of
-from conformance.outcomes import HELD, VIOLATED, TestOutcome, overall, summary, table
+from conformance.outcomes import HELD, VIOLATED, XFAILED, TestOutcome, overall, summary, table
 from conformance.selection import Selection, SelectionError, current, select, set_current
 from strategies.devices import build_kind
 
@@ -301,6 +301,8 @@ def _known_if_listed(item: pytest.Item, report: pytest.TestReport, ids: list[str
 def _outcome_of(report: pytest.TestReport) -> str:
     if hasattr(report, "wasxfail"):
         return "xfailed" if report.skipped else "xpassed"
+    if report.failed and str(report.longrepr).startswith("[XPASS(strict)]"):
+        return "xpassed"  # the rule held; --strict-xfail makes that an error, not a violation
     if report.when != "call" and report.failed:
         return "error"
     return report.outcome
@@ -369,8 +371,12 @@ def _unexpectedly_holding(config: pytest.Config) -> list[KnownFailure]:
     holding = []
     for entry in config.stash.get(_KNOWN, []):
         by_device = cells.get(entry.invariant, {})
-        relevant = [c for d, c in by_device.items() if entry.device in (None, d)]
-        if relevant and all(c.status == HELD for c in relevant):
+        tested = [
+            c
+            for d, c in by_device.items()
+            if entry.device in (None, d) and c.status in (HELD, VIOLATED, XFAILED)
+        ]  # an absent device's skipped cell says nothing either way
+        if tested and all(c.status == HELD for c in tested):
             holding.append(entry)
     return holding
 

@@ -47,7 +47,7 @@ def test_torch_agrees_with_the_reference_model(device, shard, data):
     if found is None:
         return
     # minimize while it fails the same way, then name the rule on the minimal chain
-    program, run, found = minimize(program, same_failure(found))
+    program, run, found, reproduced = minimize(program, (run, found), same_failure(found))
     invariant = attribute(run, found)
     observed = run.observed[0]
     dtype = observed[found.tensors[0]].dtype if found.tensors and observed else "float64"
@@ -55,9 +55,17 @@ def test_torch_agrees_with_the_reference_model(device, shard, data):
         program, found, invariant, INVARIANTS[invariant].statement, tolerance(dtype)
     )
     example = "\n".join(listing(program))
+    chain = (
+        "minimal chain"
+        if reproduced
+        else (
+            "chain (not minimized: it did not fail again when re-run, so torch's behaviour "
+            "here depends on state outside the chain)"
+        )
+    )
     raise InvariantViolation(
         invariant,
-        f"after step {found.step}: {found.message}\n\nminimal chain:\n{example}\n\n"
+        f"after step {found.step}: {found.message}\n\n{chain}:\n{example}\n\n"
         f"repro script:\n{script}",
         example=example,
         repro=script,

@@ -111,6 +111,55 @@ class _Registry:
                 yield key, value
 
 
+def _writes_through(alias_maker: str, replace: Callable) -> _Registry:
+    """Patch `alias_maker` (detach, or the data property via `replace`) and the
+    in-place ops so that the returned registry holds every tensor written
+    through one of its aliases (or a view of one)."""
+    torch = _torch()
+    sources, written = _Registry(), _Registry()
+
+    def make(orig):
+        def alias(self):
+            out = orig(self)
+            sources.put(out, self)
+            return out
+
+        return alias
+
+    replace(alias_maker, make)
+    originals = {name: getattr(torch.Tensor, name) for name in _INPLACE}
+
+    def noted(name):
+        def op(self, *a, **k):
+            out = originals[name](self, *a, **k)
+            base = torch._C.TensorBase._base.__get__(self)
+            source = sources.get(self) if base is None else sources.get(base)
+            if source is not None:
+                written.put(source, True)
+            return out
+
+        return op
+
+    for name in _INPLACE:
+        setattr(torch.Tensor, name, noted(name))
+    return written
+
+
+def _in_graph_of(root, tensors: _Registry) -> bool:
+    """Whether one of `tensors` is in the graph behind `root` (a grad_fn): a
+    leaf that an AccumulateGrad feeds, or a non-leaf by its grad_fn."""
+    nodes, leaves, stack = set(), set(), [root]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in nodes:
+            continue
+        nodes.add(id(node))
+        if hasattr(node, "variable"):
+            leaves.add(id(node.variable))
+        stack.extend(n for n, _ in node.next_functions)
+    return any(id(t) in leaves or id(t.grad_fn) in nodes for t, _ in tensors.items())
+
+
 # --- clone -------------------------------------------------------------------
 
 
@@ -507,47 +556,20 @@ def _():
 @plant(
     "detach_writes_forgiven",
     "detach.write_then_backward_raises",
-    "backward silently skips its work when a write came through a detach() alias",
+    "backward forgives a modified saved tensor when the write came through a detach() alias",
 )
 def _():
-    torch = _torch()
-    aliases = _Registry()
-    written = [False]
-
-    def make_detach(orig):
-        def detach(self):
-            out = orig(self)
-            aliases.put(out, True)
-            return out
-
-        return detach
-
-    _replace("detach", make_detach)
-    originals = {name: getattr(torch.Tensor, name) for name in _INPLACE}
-
-    def noted(name):
-        def op(self, *a, **k):
-            out = originals[name](self, *a, **k)
-            base = torch._C.TensorBase._base.__get__(self)
-            if aliases.get(self) is not None or (base is not None and aliases.get(base)):
-                written[0] = True
-            return out
-
-        return op
-
-    for name in _INPLACE:
-        setattr(torch.Tensor, name, noted(name))
+    written = _writes_through("detach", _replace)
 
     def make(orig):
         def backward(self, *a, **k):
             try:
                 return orig(self, *a, **k)
             except RuntimeError as error:
-                if written[0] and "modified by an inplace operation" in str(error):
+                forgiven = self.grad_fn is not None and _in_graph_of(self.grad_fn, written)
+                if forgiven and "modified by an inplace operation" in str(error):
                     return None
                 raise
-            finally:
-                written[0] = False  # forgiven once: the writes before this backward
 
         return backward
 
@@ -591,44 +613,18 @@ def _():
 @plant(
     "data_writes_raise",
     "data.write_is_silent",
-    "backward raises 'modified by an inplace operation' after any write through .data",
+    "backward raises 'modified by an inplace operation' when a tensor in its graph "
+    "was written through .data",
 )
 def _():
-    torch = _torch()
-    aliases = _Registry()
-    written = [False]
-
-    def getter(get):
-        def data(self):
-            out = get(self)
-            aliases.put(out, True)
-            return out
-
-        return data
-
-    _replace_property("data", getter=getter)
-    originals = {name: getattr(torch.Tensor, name) for name in _INPLACE}
-
-    def noted(name):
-        def op(self, *a, **k):
-            out = originals[name](self, *a, **k)
-            base = torch._C.TensorBase._base.__get__(self)
-            if aliases.get(self) is not None or (base is not None and aliases.get(base)):
-                written[0] = True
-            return out
-
-        return op
-
-    for name in _INPLACE:
-        setattr(torch.Tensor, name, noted(name))
+    written = _writes_through("data", lambda name, make: _replace_property(name, getter=make))
 
     def make(orig):
         def backward(self, *a, **k):
-            raise_now, written[0] = written[0], False  # the writes since the last backward
-            if raise_now and self.grad_fn is not None:
+            if self.grad_fn is not None and _in_graph_of(self.grad_fn, written):
                 raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified "
-                    "by an inplace operation"
+                    "one of the variables needed for gradient computation has been "
+                    "modified by an inplace operation"
                 )
             return orig(self, *a, **k)
 

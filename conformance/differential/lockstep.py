@@ -72,6 +72,9 @@ class Run:
     origins: list[Origin] = field(default_factory=list)
     engine: Engine = field(default_factory=Engine)
     retired: set[int] = field(default_factory=set)
+    # steps that wrote through a view in grad mode but left the base's
+    # grad_fn as it was: torch must rebase the base's history onto the write
+    unrecorded_view_writes: list[int] = field(default_factory=list)
     steps_checked: int = 0
     # (oracle, torch) observations after the last step compared, and before it
     observed: tuple[list[Observed], list[Observed]] = ([], [])
@@ -97,6 +100,19 @@ def _torch_step(run: Run, step: Step) -> tuple[object, BaseException | None]:
         return None, error
 
 
+def _view_write_base(run: Run, step: Step) -> tuple[torch.Tensor | None, object]:
+    """For an in-place step on a view whose base requires grad, in grad mode:
+    the base and its grad_fn now (held, so that identity means the same node)."""
+    if step.op == "leaf" or not OPS[step.op].inplace or step.no_grad:
+        return None, None
+    if not torch.is_grad_enabled():
+        return None, None
+    base = run.torch_pool[step.tensors[0]]._base
+    if base is None or not base.requires_grad or base.is_leaf:
+        return None, None
+    return base, base.grad_fn
+
+
 def _oracle_step(run: Run, step: Step) -> tuple[object, OracleError | None]:
     engine = run.engine
     try:
@@ -119,7 +135,10 @@ def execute(program: Program, stop_at_first: bool = True) -> tuple[Run, Discrepa
     """Run `program` on torch and the oracle; return the first discrepancy."""
     run = Run(program)
     for number, step in enumerate(program.steps):
+        base, before = _view_write_base(run, step)
         t_result, t_error = _torch_step(run, step)
+        if base is not None and t_error is None and base.grad_fn is before:
+            run.unrecorded_view_writes.append(number)
         o_result, o_error = _oracle_step(run, step)
         found = _compare_outcome(run, number, step, t_result, t_error, o_result, o_error)
         if found is not None:

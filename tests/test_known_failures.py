@@ -1,0 +1,125 @@
+"""Known-failure lists, end to end: a listed violation is an xfail, a stale
+entry warns, a listed invariant that holds is an error under --strict-xfail,
+and a list that cannot be read is a usage error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_suite
+
+pytestmark = pytest.mark.slow
+
+PLANT = "detach_copies@float64"  # detach() of float64 returns a copy
+INVARIANT = "detach.shares_storage"
+
+
+def _entries(tmp_path: Path, *entries: dict[str, str]) -> str:
+    lines = []
+    for entry in entries:
+        lines.append("[[known]]")
+        lines += [f"{key} = {value!r}" for key, value in entry.items()]
+    path = tmp_path / "known.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def _entry(**fields: str) -> dict[str, str]:
+    return {
+        "invariant": INVARIANT,
+        "reason": "planted by the project's tests",
+        "link": "https://example.invalid/issue/1",
+        **fields,
+    }
+
+
+def _run(known: str, *extra: str, plant: str | None = PLANT):
+    return run_suite(
+        "--invariants", INVARIANT,
+        "-k", "not differential",
+        "--profile", "planted",
+        "--workers", "0",
+        "--no-known-failures",  # the shipped list off: only the one under test
+        "--known-failures", known,
+        *extra,
+        plant=plant,
+    )  # fmt: skip
+
+
+def _summary(run) -> str:
+    return run.stdout.split("== invariants ==")[-1]
+
+
+def test_the_plant_is_a_violation_without_the_entry(tmp_path):
+    run = _run(_entries(tmp_path, _entry(invariant="clone.new_storage")))
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert INVARIANT in run.violated
+
+
+@pytest.mark.parametrize("scope", [{}, {"dtype": "float64"}, {"device": "cpu"}])
+def test_a_listed_violation_is_an_xfail(tmp_path, scope):
+    run = _run(_entries(tmp_path, _entry(**scope)))
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert not run.violated
+    assert "xfailed" in _summary(run), run.stdout[-3000:]
+
+
+def test_an_entry_for_another_dtype_does_not_hide_the_violation(tmp_path):
+    run = _run(_entries(tmp_path, _entry(dtype="float32")))
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert INVARIANT in run.violated
+
+
+@pytest.mark.parametrize(
+    "entry, why",
+    [
+        (_entry(invariant="detach.no_such_rule"), "no invariant is called"),
+        (_entry(device="cuda:3"), "device cuda:3 is not in this run"),
+        (_entry(dtype="float16"), "dtype float16 is not in this run"),
+    ],
+)
+def test_an_entry_that_matches_nothing_warns(tmp_path, entry, why):
+    known = _entries(tmp_path, entry)
+    run = run_suite(
+        "--invariants", INVARIANT,
+        "--dtypes", "float32,float64",
+        "--profile", "ci",
+        "--no-known-failures",
+        "--known-failures", known,
+        "-q",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:]
+    output = run.stdout + run.stderr
+    assert "matches nothing" in output and why in output, output[-3000:]
+
+
+def test_a_listed_invariant_that_holds_warns_and_fails_under_strict_xfail(tmp_path):
+    known = _entries(tmp_path, _entry())
+    lenient = _run(known, plant=None)
+    assert lenient.returncode == 0, lenient.stdout[-3000:]
+    assert f"warning: known failure {INVARIANT} unexpectedly holds" in lenient.stdout
+    strict = _run(known, "--strict-xfail", plant=None)
+    assert strict.returncode == 1, strict.stdout[-3000:]
+    assert f"ERROR (--strict-xfail): known failure {INVARIANT} unexpectedly holds" in strict.stdout
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("[[known]]\ninvariant = 'clone.new_storage'\n", "missing ['link', 'reason']"),
+        ("[[known]\n", "cannot be read"),
+        (
+            "[[known]]\ninvariant='a'\nreason='r'\nlink='l'\nversions='two'\n",
+            "is not a version specifier",
+        ),
+    ],
+)
+def test_a_list_that_cannot_be_read_is_a_usage_error(tmp_path, text, needle):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    run = run_suite("--known-failures", str(path), "--invariants", INVARIANT)
+    assert run.returncode == 4, run.stdout[-2000:] + run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], run.stderr
