@@ -23,16 +23,14 @@ class Coverage:
 
     examples: int = 0
     dtypes: Counter = field(default_factory=Counter)
+    steps: int = 0  # steps the differential checked in lockstep
 
     def as_dict(self) -> dict[str, Any]:
-        return {"examples": self.examples, "dtypes": dict(sorted(self.dtypes.items()))}
+        out = {"examples": self.examples, "dtypes": dict(sorted(self.dtypes.items()))}
+        return out | ({"steps": self.steps} if self.steps else {})
 
 
 COVERAGE = Coverage()
-COVERAGE_STEPS: list[int] = []  # checked steps per example of the differential
-# dtypes of the example run last: after a failure, Hypothesis's final replay
-# of the minimal example, so known failures narrowed to a dtype can match it
-LAST_EXAMPLE_DTYPES: set[str] = set()
 
 
 def reset_coverage() -> None:
@@ -40,7 +38,6 @@ def reset_coverage() -> None:
     COVERAGE = Coverage()
 
 
-COVERAGE_STEPS: list[int] = []  # checked steps per example of the differential
 # dtypes of the example run last: after a failure, Hypothesis's final replay
 # of the minimal example, so known failures narrowed to a dtype can match it
 LAST_EXAMPLE_DTYPES: set[str] = set()

@@ -411,3 +411,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
                 write(f"VIOLATED {invariant} [{device}]: {first.message}", red=True)
     parts = [f"{n} {status}" for status, n in counts.items() if n]
     write("invariants: " + ", ".join(parts), bold=True)
+    differential = [t for t in OUTCOMES.values() if t.coverage.get("steps")]
+    if differential:
+        steps = sum(t.coverage["steps"] for t in differential)
+        chains = sum(t.coverage.get("examples", 0) for t in differential)
+        seconds = sum(t.duration for t in differential)
+        write(
+            f"differential: {chains} chains, {steps} steps checked in lockstep, "
+            f"{seconds:.1f} s of test time: {steps / max(seconds, 1e-9):.0f} steps/s per worker"
+        )

@@ -8,13 +8,14 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
+from conformance import harness
 from conformance.check import InvariantViolation
 from conformance.differential.attribution import attribute
 from conformance.differential.generate import programs
 from conformance.differential.listing import listing, repro_script
 from conformance.differential.lockstep import execute
 from conformance.differential.minimize import minimize, same_failure
-from conformance.harness import COVERAGE_STEPS, Example
+from conformance.harness import Example
 from conformance.invariants import CATALOGUE, INVARIANTS
 from conformance.selection import current
 from oracle import tolerance
@@ -43,7 +44,7 @@ def test_torch_agrees_with_the_reference_model(device, shard, data):
         if step.op == "leaf":
             ex.record(step.leaf.dtype)
     run, found = execute(program)
-    COVERAGE_STEPS.append(run.steps_checked)
+    harness.COVERAGE.steps += run.steps_checked
     if found is None:
         return
     # minimize while it fails the same way, then name the rule on the minimal chain

@@ -328,6 +328,8 @@ class Engine:
         need = self._needs_grad(ts)
         self._check_inplace(t, need)
         edges = [x.edge() for x in ts] if need else None
+        # torch's autograd wrapper saves the operands before the kernel checks them
+        saves = self._saves(spec, ts, p, edges, (True, False)) if need else {}
         if spec.overlap_check:
             self._check_write(t, other)
         if other is not None and geo.broadcast_shapes(t.shape, other.shape) != t.shape:
@@ -336,7 +338,6 @@ class Engine:
                 ErrorKind.NOT_BROADCASTABLE,
                 "must match the size" if bad else "doesn't match the broadcast shape",
             )
-        saves = self._saves(spec, ts, p, edges, (True, False)) if need else {}
         with np.errstate(all="ignore"):
             values = spec.fwd([op_values(x.values(), x.dtype) for x in ts], p, t.dtype)
         self._check_unstable(spec, ts)

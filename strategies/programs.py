@@ -6,9 +6,9 @@ Python parameters. A step that makes a new tensor appends it to the pool, so
 `t3` in a listing is the fourth tensor made. The same data drives torch, the
 oracle, the printed counterexample and the standalone repro script.
 
-This module also holds the strategies for ops' parameters that depend only on
-shapes (indices, dims, view shapes); which op comes next, and with which
-operands, is decided where the oracle's state is known (conformance).
+This module also holds the samplers for ops' parameters that depend only on
+shapes (indices, view shapes); which op comes next, and with which operands,
+is decided where the oracle's state is known (conformance).
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
+from random import Random
 
 import numpy as np
-from hypothesis import strategies as st
 
 Shape = tuple[int, ...]
 
@@ -69,38 +70,48 @@ class Program:
         return "Program:\n" + "\n".join("    " + line for line in lines)
 
 
-# --- parameter strategies -----------------------------------------------------
+# --- parameter samplers -------------------------------------------------------
+# Programs are grown from one Hypothesis-drawn seed per step (see
+# conformance.differential.generate): a Hypothesis draw costs tens of µs, and a
+# step makes a dozen choices. These functions make the choices that depend
+# only on shapes, from that step's random.Random.
+
+MAX_RANK, MAX_NUMEL = 4, 64
 
 
-def dims(shape: Shape) -> st.SearchStrategy[int]:
-    return st.integers(0, len(shape) - 1)
+def leaf_shape(rng: Random, max_side: int = 3) -> Shape:
+    """0-d, empty and up to rank 4; half the time rank >= 2 with sides >= 2,
+    so that layouts which need several real dimensions come often."""
+    while True:
+        low = 2 if rng.random() < 0.5 else 0
+        sides = [rng.randint(low, max_side) for _ in range(rng.randint(low, MAX_RANK))]
+        if math.prod(sides) <= MAX_NUMEL:
+            return tuple(sides)
 
 
-def basic_indices(shape: Shape) -> st.SearchStrategy[tuple]:
-    """Basic indexing tuples: ints and slices with a positive step."""
+def _one_index(rng: Random, n: int) -> int | slice:
+    kind = rng.randrange(3 if n > 0 else 2)
+    if kind == 0:
+        return slice(None)
+    if kind == 1:
+        start, stop, step = rng.randint(0, n), rng.randint(0, n), rng.randint(1, 3)
+        return slice(*(v if rng.random() < 0.7 else None for v in (start, stop, step)))
+    return rng.randint(0, n - 1)
 
-    def one(n: int) -> st.SearchStrategy:
-        whole = st.just(slice(None))
-        stepped = st.builds(
-            slice,
-            st.integers(0, max(n, 0)) | st.none(),
-            st.integers(0, max(n, 0)) | st.none(),
-            st.integers(1, 3) | st.none(),
-        )
-        taken = st.integers(0, n - 1) if n > 0 else st.nothing()
-        return st.one_of(taken, stepped, whole)
 
+def basic_index(rng: Random, shape: Shape) -> tuple:
+    """A basic indexing tuple: ints and slices with a positive step."""
     if not shape:
-        return st.just(())
-    return st.integers(1, len(shape)).flatmap(lambda k: st.tuples(*(one(n) for n in shape[:k])))
+        return ()
+    return tuple(_one_index(rng, n) for n in shape[: rng.randint(1, len(shape))])
 
 
 def indexed_shape(shape: Shape, index: tuple) -> Shape:
     return np.empty(shape, dtype=np.int8)[index].shape
 
 
-def view_shapes(shape: Shape) -> st.SearchStrategy[Shape]:
-    """Shapes with the same number of elements: flattened, split, merged, with 1s."""
+@cache
+def _view_candidates(shape: Shape) -> tuple[Shape, ...]:
     n = math.prod(shape)
     candidates = {(n,), shape + (1,), (1,) + shape}
     if len(shape) >= 2:
@@ -112,20 +123,21 @@ def view_shapes(shape: Shape) -> st.SearchStrategy[Shape]:
                 candidates.add(shape[:d] + (f, size // f) + shape[d + 1 :])
     if n == 0:
         candidates.add((0,))
-    return st.sampled_from(sorted(candidates))
+    return tuple(sorted(candidates))
 
 
-def expand_shapes(shape: Shape) -> st.SearchStrategy[Shape]:
-    """Shapes `shape` expands to: size-1 dims grown, maybe a new leading dim."""
-    grown = st.tuples(*(st.integers(1, 3) if n == 1 else st.just(n) for n in shape))
-    lead = st.lists(st.integers(1, 2), max_size=1).map(tuple)
-    return st.tuples(lead, grown).map(lambda p: p[0] + p[1])
+def view_shape(rng: Random, shape: Shape) -> Shape:
+    """A shape with the same number of elements: flattened, split, merged, with 1s."""
+    return rng.choice(_view_candidates(shape))
 
 
-def broadcastable_to(shape: Shape) -> st.SearchStrategy[Shape]:
-    """Shapes that broadcast to `shape` (for in-place operands and copy_ sources)."""
-    if not shape:
-        return st.just(())
-    return st.integers(0, len(shape)).flatmap(
-        lambda k: st.tuples(*(st.sampled_from([n, 1]) for n in shape[len(shape) - k :]))
-    )
+def expand_shape(rng: Random, shape: Shape) -> Shape:
+    """A shape `shape` expands to: size-1 dims grown, maybe a new leading dim."""
+    lead = (rng.randint(1, 2),) if rng.random() < 0.5 else ()
+    return lead + tuple(rng.randint(1, 3) if n == 1 else n for n in shape)
+
+
+def broadcastable_to(rng: Random, shape: Shape) -> Shape:
+    """A shape that broadcasts to `shape` (in-place operands, copy_ sources)."""
+    kept = shape[len(shape) - rng.randint(0, len(shape)) :]
+    return tuple(n if rng.random() < 0.5 else 1 for n in kept)

@@ -1,6 +1,6 @@
 """Hypothesis strategy for programs, grown against the oracle.
 
-Each step is drawn knowing the oracle's state after the steps before it
+Each step is made knowing the oracle's state after the steps before it
 (shapes, dtypes, devices, which tensors require grad), so its operands and
 parameters fit: an op's row in the oracle's table says which dtypes it takes
 and what kinds of parameters it has, and adding a row adds it to the
@@ -10,8 +10,11 @@ too. A failing backward ends the program.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
+from random import Random
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
@@ -19,18 +22,18 @@ from hypothesis import strategies as st
 from conformance.differential.listing import listing
 from conformance.differential.lockstep import retired_by
 from oracle import OPS, Engine, OracleError, OTensor
-from strategies.dtypes import DTYPES, seeded_values, small_elements
+from strategies.dtypes import DTYPES, seeded_values
 from strategies.programs import (
     Leaf,
     Program,
     Step,
-    basic_indices,
+    basic_index,
     broadcastable_to,
-    expand_shapes,
+    expand_shape,
     indexed_shape,
-    view_shapes,
+    leaf_shape,
+    view_shape,
 )
-from strategies.shapes import shapes
 
 ALIASES = ("clone", "detach", "data", "detach_", "set_data", "zeros_like")
 WRITES_FROM = ("copy_", "setitem", "setitem_s")  # in-place writes of another tensor's values
@@ -75,42 +78,99 @@ MAX_POOL = 14
 
 # Strategies are built once: building and validating one per draw costs more
 # than the draw itself.
-_LEAF_SHAPES = shapes(max_side=3)
+
+
+# Each step's choices come from a random.Random seeded by one Hypothesis draw
+# (see Sampler): a Hypothesis draw costs tens of µs and a step makes a dozen
+# choices. Hypothesis still decides how many steps there are and each step's
+# seed, so a seeded run, the example database and step deletion all work as
+# before. A choice is a function of that Random.
+Choice = Callable[[Random], Any]
+
+
+class Sampler:
+    """Makes one step's choices: `draw(choice)`, as Hypothesis's draw is called."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = Random(seed)
+
+    def __call__(self, choice: Choice) -> Any:
+        return choice(self.rng)
+
+
+_STEP_SEEDS = st.integers(0, 2**64 - 1)
+_GO_ON = st.sampled_from((True,) * 11 + (False,))  # about a dozen steps
 
 
 @cache
-def _ints(low: int, high: int) -> st.SearchStrategy[int]:
-    return st.integers(low, high)
+def _ints(low: int, high: int) -> Choice:
+    return lambda rng: rng.randint(low, high)
 
 
 @cache
-def _one_of(options: tuple) -> st.SearchStrategy:
-    return st.sampled_from(options)
+def _one_of(options: tuple) -> Choice:
+    return lambda rng: options[rng.randrange(len(options))]
 
 
-_SEEDS = st.integers(0, 2**32 - 1)
+def _SEEDS(rng: Random) -> int:  # noqa: N802 - a constant choice, named like the others
+    return rng.getrandbits(32)
+
+
+def _BOOLS(rng: Random) -> bool:  # noqa: N802
+    return rng.random() < 0.5
+
+
+_LEAF_SHAPES = leaf_shape
+
+
+def _small(rng: Random) -> float:
+    # k * 2**e with |k| < 16 and e < 0, as strategies.dtypes.small_elements
+    return rng.randint(-15, 15) * 2.0 ** rng.randint(-4, -1)
 
 
 @cache
-def _scalars(dtype: str, nonzero: bool) -> st.SearchStrategy:
+def _scalars(dtype: str, nonzero: bool) -> Choice:
     kind = DTYPES[dtype].kind
-    values = small_elements(dtype) if kind != "bool" else st.booleans()
-    if kind == "complex":  # no exact-zero parts: see strategies.dtypes.seeded_values
-        values = values.filter(lambda v: v.real != 0 and v.imag != 0)
-    return values.filter(lambda v: v != 0) if nonzero else values
 
+    def value(rng: Random):
+        while True:
+            if kind == "float":
+                v = _small(rng)
+            elif kind == "complex":  # no exact-zero parts: see seeded_values
+                v = complex(_small(rng) or 0.5, _small(rng) or 0.5)
+            elif kind == "bool":
+                v = rng.random() < 0.5
+            else:
+                v = rng.randint(0, 15) if dtype == "uint8" else rng.randint(-8, 8)
+            if not (nonzero and v == 0):
+                return v
 
-_BOOLS = st.booleans()
-_GO_ON = st.sampled_from((False,) + (True,) * 11)  # about a dozen steps; shrinks to stop
-_indices = cache(basic_indices)
-_view_shapes = cache(view_shapes)
-_expand_shapes = cache(expand_shapes)
-_broadcastable_to = cache(broadcastable_to)
+    return value
 
 
 @cache
-def _permutations(rank: int) -> st.SearchStrategy:
-    return st.permutations(range(rank)).map(tuple)
+def _indices(shape: tuple) -> Choice:
+    return lambda rng: basic_index(rng, shape)
+
+
+@cache
+def _view_shapes(shape: tuple) -> Choice:
+    return lambda rng: view_shape(rng, shape)
+
+
+@cache
+def _expand_shapes(shape: tuple) -> Choice:
+    return lambda rng: expand_shape(rng, shape)
+
+
+@cache
+def _broadcastable_to(shape: tuple) -> Choice:
+    return lambda rng: broadcastable_to(rng, shape)
+
+
+@cache
+def _permutations(rank: int) -> Choice:
+    return lambda rng: tuple(rng.sample(range(rank), rank))
 
 
 @dataclass
@@ -662,9 +722,9 @@ def programs(
     programs, so shards of a seeded run differ."""
     g = Growth(devices, dtypes)
     choices = _CHOICES[salt % len(_CHOICES) :] + _CHOICES[: salt % len(_CHOICES)]
-    g.apply(_leaf(draw, g))
-    # one "go on?" draw before each step, as Hypothesis's own lists do: the
-    # shrinker can then delete any step with its flag, not just the last ones
+    g.apply(_leaf(Sampler(draw(_STEP_SEEDS)), g))
+    # one "go on?" draw before each step, as Hypothesis's own lists do
     while len(g.steps) < max_steps and not g.over and draw(_GO_ON):
-        _step(draw, g, draw(_one_of(choices)))
+        step = Sampler(draw(_STEP_SEEDS))
+        _step(step, g, step(_one_of(choices)))
     return Program(g.steps, render=listing)
