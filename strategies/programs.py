@@ -80,11 +80,16 @@ MAX_RANK, MAX_NUMEL = 4, 64
 
 
 def leaf_shape(rng: Random, max_side: int = 3) -> Shape:
-    """0-d, empty and up to rank 4; half the time rank >= 2 with sides >= 2,
-    so that layouts which need several real dimensions come often."""
+    """0-d up to rank 4; half the time rank >= 2 with sides >= 2, so that
+    layouts which need several real dimensions come often; one in eight
+    nonzero ranks empty (a side of 0)."""
     while True:
-        low = 2 if rng.random() < 0.5 else 0
-        sides = [rng.randint(low, max_side) for _ in range(rng.randint(low, MAX_RANK))]
+        low = 2 if rng.random() < 0.5 else 1
+        sides = [rng.randint(low, max_side) for _ in range(rng.randint(low - 1, MAX_RANK))]
+        if low == 2 and len(sides) < 2:
+            continue
+        if sides and rng.random() < 0.125:
+            sides[rng.randrange(len(sides))] = 0
         if math.prod(sides) <= MAX_NUMEL:
             return tuple(sides)
 

@@ -420,7 +420,8 @@ def _():
             old = self + 0
             orig(self, src, *a, **k)
             version = self._version
-            self.add_(old - old.detach())  # adds zero, and a path to the old values
+            finite = torch.where(old.isfinite(), old, torch.zeros_like(old))
+            self.add_(finite - finite.detach())  # adds zero, and a path to the old values
             _set_version(self, version)
             return self
 
@@ -1134,7 +1135,10 @@ def _():
 
         def make(orig):
             def op(self, *a, **k):
-                if self.is_leaf and self.requires_grad and torch.is_grad_enabled():
+                # (a view is never a leaf here; asking a view made under
+                # no_grad whether it is one can itself raise)
+                leaf = self._base is None and self.is_leaf
+                if torch.is_grad_enabled() and self.requires_grad and leaf:
                     with torch.no_grad():
                         return orig(self, *a, **k)
                 return orig(self, *a, **k)

@@ -118,10 +118,14 @@ class Facts:
             out.append(parent)
         return out
 
-    def ancestry(self, i: int, writes: bool = True, grad_only: bool = False) -> set[int]:
+    def ancestry(
+        self, i: int, writes: bool = True, grad_only: bool = False, upto: int | None = None
+    ) -> set[int]:
         """Every pool tensor `i` was computed from, operands of all kinds, and
-        (with `writes`) whatever was written into it in place; with `grad_only`,
-        only through ops a gradient can flow back through."""
+        (with `writes`) whatever was written into it in place before step
+        `upto` (default: up to the discrepancy); with `grad_only`, only through
+        ops a gradient can flow back through."""
+        end = self.d.step + 1 if upto is None else upto
         seen, stack = set(), [i]
         while stack:
             j = stack.pop()
@@ -131,7 +135,7 @@ class Facts:
             if not (grad_only and self.origins[j].op in GRAD_OPAQUE):
                 stack.extend(self.origins[j].parents)
             if writes:
-                for step in self.steps[: self.d.step + 1]:
+                for step in self.steps[:end]:
                     if self._writes(step) == j:
                         stack.extend(step.tensors[1:])
         return seen
@@ -282,6 +286,13 @@ def _raise(f: Facts) -> str:
         return "data.write_is_silent" if f.writes_through("data") else "version.unsaved_modified_ok"
     if actual in ("INPLACE_ON_LEAF", "INPLACE_ON_LEAF_VIEW") and f.step.no_grad:
         return "nograd.inplace_on_leaf_allowed"
+    if actual in ("INPLACE_ON_LEAF", "INPLACE_ON_LEAF_VIEW") and f.written() is not None:
+        # written through an alias that should stand outside the graph
+        kinds = {f.origins[k].op for k in f.chain(f.written())}
+        if "detach" in kinds:
+            return "detach.blocks_gradient"
+        if "data" in kinds:
+            return "data.never_requires_grad"
     if actual in RAISED and actual not in ("NOT_BROADCASTABLE", "SHAPE_MISMATCH"):
         return RAISED[actual]
     if op in ("backward", "backward_g"):
@@ -320,6 +331,19 @@ def _fails_writing_directly(f: Facts) -> bool:
     )
 
 
+def _fails_in_grad_mode(f: Facts) -> bool:
+    """Whether the failing step, a no_grad one, fails the same way in grad
+    mode: if so, the fault is not no_grad's."""
+    from conformance.differential.lockstep import execute
+    from strategies.programs import Program, Step
+
+    steps = list(f.steps[: f.d.step + 1])
+    last = steps[-1]
+    steps[-1] = Step(last.op, last.tensors, last.params, False, last.leaf)
+    _, found = execute(Program(steps, render=f.run.program.render))
+    return found is not None and (found.step, found.kind) == (f.d.step, f.d.kind)
+
+
 def _values(f: Facts, i: int) -> str:
     op = f.origins[i].op
     if f.new_result(i):
@@ -345,7 +369,14 @@ def _version(f: Facts, i: int) -> str:
     if target is None:
         return "version.unchanged_out_of_place"
     if target == i:
-        return "version.no_grad_bumps" if f.step.no_grad else "version.bumps_on_inplace"
+        origin = f.origins[i]
+        if origin.parents and relation_of(origin.op) in ("view", "detach"):
+            parent = origin.parents[0]
+            if f._link_misbehaves(i, parent, "version"):  # the alias's counter is its own
+                return BY_RELATION["version"][relation_of(origin.op)]
+        if f.step.no_grad and not _fails_in_grad_mode(f):
+            return "version.no_grad_bumps"
+        return "version.bumps_on_inplace"
     return BY_RELATION["version"][f.relation(i, target, "version")]
 
 
@@ -401,6 +432,8 @@ def _grad(f: Facts, i: int) -> str:
     run, d = f.run, f.d
     before_o = run.previous[0]
     ours, theirs = run.observed[0][i], run.observed[1][i]
+    if theirs.grad is RAISES:
+        return "grad.matches_leaf" if ours.is_leaf is True else "grad.leaves_only"
     if ours.grad is None and theirs.grad is not None:
         if ours.is_leaf is False:
             return "grad.leaves_only"
@@ -411,15 +444,18 @@ def _grad(f: Facts, i: int) -> str:
         )
     if ours.grad is not None and theirs.grad is None and ours.is_leaf is False:
         return "grad.retain_grad"
+    if theirs.grad is None and i < len(before_o) and before_o[i].grad is not None:
+        return "grad.accumulates_across_backward"  # a .grad that a backward call dropped
     if i < len(before_o) and before_o[i].grad is not None:
         increment = ours.grad - before_o[i].grad
         if theirs.grad is not None and np.allclose(theirs.grad, increment, equal_nan=True):
             return "grad.accumulates_across_backward"
-    copies = [s for s in f.steps[: d.step] if s.op == "copy_"]
+    copies = [(n, s) for n, s in enumerate(f.steps[: d.step]) if s.op == "copy_"]
     if copies:
-        # a leaf behind the values copy_ overwrote must get nothing from them
+        # a leaf behind the values copy_ overwrote (what made them, and what
+        # was written into them before) must get nothing from them
         overwritten = set().union(
-            *(f.ancestry(s.tensors[0], writes=False, grad_only=True) for s in copies)
+            *(f.ancestry(s.tensors[0], grad_only=True, upto=n) for n, s in copies)
         )
         return "copy.overwritten_gets_no_grad" if i in overwritten else "copy.grad_flows_to_src"
     if any(s.op == "clone" for s in f.steps[: d.step]):

@@ -605,11 +605,36 @@ def _motif_accumulates(draw, g: Growth) -> None:
     _backward(draw, g, second if second is not None else y)
 
 
+def _window(draw, shape: tuple[int, ...]) -> tuple:
+    """A basic index that keeps most of a tensor but not all: the last
+    dimension always loses an end or every other element, the others now and
+    then, so the view strides past what it leaves out and neither starts nor
+    ends where its storage does."""
+    parts = []
+    for d, n in enumerate(shape):
+        last = d == len(shape) - 1
+        if n < 2 or not (last or draw(_ints(0, 2)) == 0):
+            parts.append(slice(None))
+        elif n == 2:
+            start = draw(_ints(0, 1))
+            parts.append(slice(start, start + 1))
+        else:
+            trims = (slice(1, None), slice(0, n - 1), slice(None, None, 2), slice(1, n - 1))
+            parts.append(trims[draw(_ints(0, 3))])
+    return tuple(parts)
+
+
 def _motif_aliases_of_a_view(draw, g: Growth) -> None:
     x = _pick(draw, g) if draw(_BOOLS) else _graded(draw, g)
     if x is None:
         return
-    view = _apply_op(draw, g, draw(_one_of(("transpose", "t", "getitem", "permute", "select"))), x)
+    if g.pool[x].shape and draw(_ints(0, 2)):
+        before = len(g.pool)
+        g.apply(Step("getitem", (x,), (_window(draw, g.pool[x].shape),), draw(_ints(0, 5)) == 5))
+        view = len(g.pool) - 1 if len(g.pool) > before else None
+    else:
+        views = ("transpose", "t", "getitem", "permute", "select")
+        view = _apply_op(draw, g, draw(_one_of(views)), x)
     if view is None:
         return
     alias = _apply_op(draw, g, draw(_one_of(("detach", "data", "clone"))), view)
@@ -686,6 +711,7 @@ MOTIFS = (
     _motif_written_after_use,
     _motif_written_after_use,  # the heart of the rules: twice as often
     _motif_aliases_of_a_view,
+    _motif_aliases_of_a_view,  # offsets and strides: where backends most often go wrong
     _motif_requires_grad_flags,
     _motif_no_grad_block,
     _motif_write_expanded,
@@ -722,9 +748,19 @@ def programs(
     programs, so shards of a seeded run differ."""
     g = Growth(devices, dtypes)
     choices = _CHOICES[salt % len(_CHOICES) :] + _CHOICES[: salt % len(_CHOICES)]
-    g.apply(_leaf(Sampler(draw(_STEP_SEEDS)), g))
+    # Each step's Random is seeded by every seed drawn so far, not its own
+    # alone: Hypothesis hands out the same few seeds (0, 2**64 - 1, ...) at
+    # many places, and programs would repeat each other's steps.
+    state = _mix(0, draw(_STEP_SEEDS))
+    g.apply(_leaf(Sampler(state), g))
     # one "go on?" draw before each step, as Hypothesis's own lists do
     while len(g.steps) < max_steps and not g.over and draw(_GO_ON):
-        step = Sampler(draw(_STEP_SEEDS))
+        state = _mix(state, draw(_STEP_SEEDS))
+        step = Sampler(state)
         _step(step, g, step(_one_of(choices)))
     return Program(g.steps, render=listing)
+
+
+def _mix(state: int, seed: int) -> int:
+    """The next state of a 64-bit linear congruential chain, fed `seed`."""
+    return (state * 6364136223846793005 + seed + 1442695040888963407) % 2**64

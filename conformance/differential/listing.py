@@ -216,8 +216,10 @@ def repro_script(
             if discrepancy.kind == "storage_moved":
                 lines.append(f"storage_before = t{discrepancy.tensors[0]}.untyped_storage()._cdata")
             if discrepancy.kind == "identity":
-                code = _code(step, names, None)
-                lines.append(f"result = {code}  # {_says(step, names)}")
+                code = f"result = {_code(step, names, None)}  # {_says(step, names)}"
+                if step.no_grad:
+                    code = f"with torch.no_grad():\n    {code}"
+                lines.append(code)
                 lines.append(f"assert result is {names[0]}, 'the in-place op did not return self'")
                 break
             if discrepancy.kind == "raise" and error is None:

@@ -303,6 +303,10 @@ def _compare_pool(run: Run, number: int, step: Step, skip_values: bool) -> Discr
     path = [ours[k] for k in feeding(run, step) if k < len(ours)]
     for i in live:
         o, t = ours[i], theirs[i]
+        if o.grad is RAISES or t.grad is RAISES:
+            if o.grad is not t.grad:
+                return found("grad", [i], o.grad, t.grad, f"reading t{i}.grad raised")
+            continue
         if (o.grad is None) != (t.grad is None):
             return found(
                 "grad",

@@ -49,7 +49,12 @@ def observe_torch(pool: list[torch.Tensor]) -> list[Observed]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # reading a non-leaf's .grad warns
         for t in pool:
-            grad = t.grad
+            grad = _read(lambda t=t: t.grad)
+            if grad is RAISES:  # a build whose .grad raises: compared as an observation
+                grad = None
+                grad_raised = True
+            else:
+                grad_raised = False
             base = t._base
             seen.append(
                 Observed(
@@ -61,7 +66,7 @@ def observe_torch(pool: list[torch.Tensor]) -> list[Observed]:
                     requires_grad=t.requires_grad,
                     is_leaf=_read(lambda t=t: t.is_leaf),
                     has_grad_fn=_read(lambda t=t: t.grad_fn is not None),
-                    grad=None if grad is None else to_numpy(grad),
+                    grad=RAISES if grad_raised else (None if grad is None else to_numpy(grad)),
                     grad_meta=None
                     if grad is None
                     else (
