@@ -628,7 +628,8 @@ def _motif_aliases_of_a_view(draw, g: Growth) -> None:
     x = _pick(draw, g) if draw(_BOOLS) else _graded(draw, g)
     if x is None:
         return
-    if g.pool[x].shape and draw(_ints(0, 2)):
+    inference_alias = g.pool[x].inference and not g.pool[x].counterless  # see _apply_op
+    if g.pool[x].shape and not inference_alias and draw(_ints(0, 2)):
         before = len(g.pool)
         g.apply(Step("getitem", (x,), (_window(draw, g.pool[x].shape),), draw(_ints(0, 5)) == 5))
         view = len(g.pool) - 1 if len(g.pool) > before else None
