@@ -335,25 +335,40 @@ def outcome_from_report(report: pytest.TestReport) -> TestOutcome:
     )
 
 
-def _crash_outcome(report: pytest.TestReport, config: pytest.Config) -> TestOutcome:
+# xdist's `when` in the report of a test whose worker died under it
+CRASH_PHASE = "???"
+
+
+def is_crash(report: pytest.TestReport) -> bool:
+    return report.when == CRASH_PHASE
+
+
+def crash_outcome(report: pytest.TestReport, roots: list[Path]) -> TestOutcome:
     """A crashed xdist worker's report carries only the node ID: recover the
-    test's invariants from its module, and count the crash against them."""
-    roots = [config.rootpath, config.invocation_params.dir]
+    test's invariants from its module (node IDs are relative to one of
+    `roots`), and count the crash against them: torch took the process down,
+    so every rule the test checks is in doubt."""
     invariants = invariants_of(report.nodeid, roots)
+    text = str(report.longrepr or "the worker running this test crashed")
     return TestOutcome(
         nodeid=report.nodeid,
         invariants=invariants,
         device=device_of(report.nodeid),
         outcome="failed",
         violated=invariants,
-        message=_message(report) or "the worker running this test crashed",
-        longrepr=str(report.longrepr),
+        message=text.strip().splitlines()[0],
+        longrepr=text,
+        duration=report.duration,
     )
 
 
+def _roots(config: pytest.Config) -> list[Path]:
+    return [config.rootpath, config.invocation_params.dir]
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when == "???":  # xdist: the worker crashed inside this test
-        OUTCOMES[report.nodeid] = _crash_outcome(report, _CONFIG[0])
+    if is_crash(report):
+        OUTCOMES[report.nodeid] = crash_outcome(report, _roots(_CONFIG[0]))
         return
     if (
         report.when == "call"

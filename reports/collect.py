@@ -13,33 +13,9 @@ from pathlib import Path
 import pytest
 
 from conformance import plugin as suite
-from conformance.nodeids import device_of, invariants_of
 from conformance.outcomes import TestOutcome
 from reports.failures import crash_text, minimal_example, traceback_summary
 from reports.model import Record
-
-# xdist's report for a test whose worker died under it.
-CRASH_PHASE = "???"
-
-
-def is_crash(report: pytest.TestReport) -> bool:
-    return report.when == CRASH_PHASE
-
-
-def _crash_outcome(report: pytest.TestReport, roots: list[Path]) -> TestOutcome:
-    invariants = invariants_of(report.nodeid, roots)
-    text = str(report.longrepr or "the test's process died")
-    return TestOutcome(
-        nodeid=report.nodeid,
-        invariants=invariants,
-        device=device_of(report.nodeid),
-        outcome="failed",
-        # torch took the process down: every rule the test checks is in doubt.
-        violated=invariants,
-        message=text.strip().splitlines()[0],
-        longrepr=text,
-        duration=report.duration,
-    )
 
 
 def collection_record(report: pytest.CollectReport, category: str) -> Record:
@@ -63,8 +39,8 @@ def collection_record(report: pytest.CollectReport, category: str) -> Record:
 
 def record_of(report: pytest.TestReport, category: str, roots: list[Path]) -> Record:
     """The record of one counted report. `roots`: folders node IDs are relative to."""
-    if is_crash(report):
-        outcome = _crash_outcome(report, roots)
+    if suite.is_crash(report):
+        outcome = suite.crash_outcome(report, roots)
         return Record(outcome, category, report.when, outcome.longrepr, crashed=True)
     outcome = suite.outcome_from_report(report)
     summary = ""

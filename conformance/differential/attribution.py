@@ -12,12 +12,16 @@ a minimal chain rarely leaves room for doubt.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from conformance.differential.lockstep import Discrepancy, Run
+from conformance.differential.lockstep import Discrepancy, Run, execute
+from conformance.differential.minimize import same_failure
 from conformance.differential.observe import RAISES
 from oracle import OPS
 from strategies.dtypes import GRAD_DTYPES as GRADED
+from strategies.programs import Program, Step
 
 # The relation an op creates between its result and its first operand.
 RELATION = {
@@ -306,14 +310,18 @@ def _raise(f: Facts) -> str:
     return "ops.values"
 
 
+def _fails_again(f: Facts, steps: list[Step]) -> bool:
+    """Whether `steps`, a variant of the chain up to the failing step, fail
+    there the same way."""
+    run, found = execute(Program(steps, render=f.run.program.render))
+    return found is not None and found.step == f.d.step and same_failure(f.d)(run, found)
+
+
 def _fails_writing_directly(f: Facts) -> bool:
     """Whether torch still misses the modified saved tensor when every write
     through a detach() alias is made instead on the alias's source, under
     no_grad: the same memory and version counter, with no alias in between.
     If it does, the saved-tensor check is at fault, not detach."""
-    from conformance.differential.lockstep import execute
-    from strategies.programs import Program, Step
-
     steps = list(f.steps[: f.d.step + 1])
     for number, step in enumerate(steps):
         target = f._writes(step)
@@ -322,26 +330,16 @@ def _fails_writing_directly(f: Facts) -> bool:
         if f.origins[target].op != "detach":
             return False  # through a view of the alias: no direct equivalent, so no verdict
         source = f.origins[target].parents[0]
-        steps[number] = Step(step.op, (source, *step.tensors[1:]), step.params, True, step.leaf)
-    _, found = execute(Program(steps, render=f.run.program.render))
-    return (
-        found is not None
-        and found.step == f.d.step
-        and (found.kind, found.expected, found.actual) == ("raise", f.d.expected, f.d.actual)
-    )
+        steps[number] = replace(step, tensors=(source, *step.tensors[1:]), no_grad=True)
+    return _fails_again(f, steps)
 
 
 def _fails_in_grad_mode(f: Facts) -> bool:
     """Whether the failing step, a no_grad one, fails the same way in grad
     mode: if so, the fault is not no_grad's."""
-    from conformance.differential.lockstep import execute
-    from strategies.programs import Program, Step
-
     steps = list(f.steps[: f.d.step + 1])
-    last = steps[-1]
-    steps[-1] = Step(last.op, last.tensors, last.params, False, last.leaf)
-    _, found = execute(Program(steps, render=f.run.program.render))
-    return found is not None and (found.step, found.kind) == (f.d.step, f.d.kind)
+    steps[-1] = replace(steps[-1], no_grad=False)
+    return _fails_again(f, steps)
 
 
 def _values(f: Facts, i: int) -> str:

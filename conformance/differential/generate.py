@@ -89,13 +89,14 @@ Choice = Callable[[Random], Any]
 
 
 class Sampler:
-    """Makes one step's choices: `draw(choice)`, as Hypothesis's draw is called."""
+    """Makes one step's choices: `draw(choice, *args)` is `choice(rng, *args)`,
+    called as Hypothesis's draw is."""
 
     def __init__(self, seed: int) -> None:
         self.rng = Random(seed)
 
-    def __call__(self, choice: Choice) -> Any:
-        return choice(self.rng)
+    def __call__(self, choice: Callable[..., Any], *args: Any) -> Any:
+        return choice(self.rng, *args)
 
 
 _STEP_SEEDS = st.integers(0, 2**64 - 1)
@@ -118,9 +119,6 @@ def _SEEDS(rng: Random) -> int:  # noqa: N802 - a constant choice, named like th
 
 def _BOOLS(rng: Random) -> bool:  # noqa: N802
     return rng.random() < 0.5
-
-
-_LEAF_SHAPES = leaf_shape
 
 
 def _small(rng: Random) -> float:
@@ -146,26 +144,6 @@ def _scalars(dtype: str, nonzero: bool) -> Choice:
                 return v
 
     return value
-
-
-@cache
-def _indices(shape: tuple) -> Choice:
-    return lambda rng: basic_index(rng, shape)
-
-
-@cache
-def _view_shapes(shape: tuple) -> Choice:
-    return lambda rng: view_shape(rng, shape)
-
-
-@cache
-def _expand_shapes(shape: tuple) -> Choice:
-    return lambda rng: expand_shape(rng, shape)
-
-
-@cache
-def _broadcastable_to(shape: tuple) -> Choice:
-    return lambda rng: broadcastable_to(rng, shape)
 
 
 @cache
@@ -234,7 +212,7 @@ def _leaf(
         dtype = draw(_one_of(graded if graded and draw(_ints(0, 2)) < 2 else g.dtypes))
     device = device or draw(_one_of(g.devices))
     if shape is None:
-        shape = draw(_LEAF_SHAPES)
+        shape = draw(leaf_shape)
     values = seeded_values(dtype, tuple(shape), draw(_SEEDS))
     if nonzero:
         values = np.where(values == 0, 1, values).astype(values.dtype)
@@ -282,14 +260,14 @@ def _params(draw, op: str, t: OTensor) -> tuple | None:
     params: list = []
     for name, kind in zip(spec.params, spec.param_kinds, strict=True):
         if kind == "index":
-            params.append(draw(_indices(shape)))
+            params.append(draw(basic_index, shape))
         elif kind == "dim":
             top = rank if op == "unsqueeze" else rank - 1
             if top < 0:
                 return None
             params.append(draw(_ints(0, top)))
         elif kind == "shape":
-            params.append(draw(_expand_shapes(shape) if op == "expand" else _view_shapes(shape)))
+            params.append(draw(expand_shape if op == "expand" else view_shape, shape))
         elif kind == "dims":
             params.append(draw(_permutations(rank)))
         elif kind == "scalar":
@@ -368,7 +346,7 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
                 and not (own_dtype and u.dtype != t.dtype)
             )
 
-        make = dict(shape=draw(_broadcastable_to(target)))
+        make = dict(shape=draw(broadcastable_to, target))
         if own_dtype:
             make["dtype"] = t.dtype
         if not other_device:
@@ -391,7 +369,7 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
             shaped = _into(u.shape, t.shape) if into else _broadcasts(u.shape, t.shape)
             return shaped and alike(u) and not (divides and not _nonzero(u))
 
-        make = dict(shape=draw(_broadcastable_to(t.shape)), nonzero=divides, **same)
+        make = dict(shape=draw(broadcastable_to, t.shape), nonzero=divides, **same)
         if t.shape and not draw(_ints(0, 11)):  # now and then shapes that must not fit
             bad = _mismatched(draw, tuple(t.shape))
             if bad is not None:
@@ -549,7 +527,7 @@ def _motif_copy_flows(draw, g: Growth) -> None:
         dst = _apply_op(draw, g, "zeros_like", src, no_grad=False)
     else:
         s = g.pool[src]
-        shape = tuple(draw(_expand_shapes(tuple(s.shape))))
+        shape = draw(expand_shape, tuple(s.shape))
         g.apply(_leaf(draw, g, shape=shape, requires_grad=False))
         dst = len(g.pool) - 1
     if dst is not None and draw(_BOOLS):  # into a view: strided, offset, transposed

@@ -196,6 +196,22 @@ def _version_ok(step: Step, expected_delta, actual_delta) -> bool:
     return actual_delta == expected_delta if exact else actual_delta >= expected_delta
 
 
+_METADATA = ("shape", "dtype", "device")
+_AUTOGRAD_FLAGS = ("requires_grad", "is_leaf", "has_grad_fn")
+
+
+def _attribute_differs(
+    number: int, i: int, o: Observed, t: Observed, names: tuple[str, ...]
+) -> Discrepancy | None:
+    """The first of `names` on which torch's t{i} differs from the oracle's."""
+    for name in names:
+        expected, actual = getattr(o, name), getattr(t, name)
+        if expected != actual:
+            message = f"t{i}.{name} is {actual}, expected {expected}"
+            return Discrepancy(number, name, (i,), expected, actual, message)
+    return None
+
+
 def _compare_pool(run: Run, number: int, step: Step, skip_values: bool) -> Discrepancy | None:
     theirs, ours = observe_torch(run.torch_pool), observe_oracle(run.oracle_pool)
     run.previous = run.observed
@@ -236,16 +252,8 @@ def _compare_pool(run: Run, number: int, step: Step, skip_values: bool) -> Discr
                     f"expected {'shared' if shared_o else 'separate'} memory",
                 )
     for i in live:
-        o, t = ours[i], theirs[i]
-        for name in ("shape", "dtype", "device"):
-            if getattr(o, name) != getattr(t, name):
-                return found(
-                    name,
-                    [i],
-                    getattr(o, name),
-                    getattr(t, name),
-                    f"t{i}.{name} is {getattr(t, name)}, expected {getattr(o, name)}",
-                )
+        if (d := _attribute_differs(number, i, ours[i], theirs[i], _METADATA)) is not None:
+            return d
     for i in live:
         o, t = ours[i], theirs[i]
         if not skip_values and not close(t.values, o.values, o.dtype, tolerance(o.dtype)):
@@ -283,15 +291,8 @@ def _compare_pool(run: Run, number: int, step: Step, skip_values: bool) -> Discr
             return found("version", [i], d_o, d_t, f"t{i}'s version moved by {d_t}, expected {d_o}")
     for i in live:
         o, t = ours[i], theirs[i]
-        for name in ("requires_grad", "is_leaf", "has_grad_fn"):
-            if getattr(o, name) != getattr(t, name):
-                return found(
-                    name,
-                    [i],
-                    getattr(o, name),
-                    getattr(t, name),
-                    f"t{i}.{name} is {getattr(t, name)}, expected {getattr(o, name)}",
-                )
+        if (d := _attribute_differs(number, i, o, t, _AUTOGRAD_FLAGS)) is not None:
+            return d
         if (o.base is None) != (t.base is None) or (o.base not in (None, -1) and o.base != t.base):
             return found(
                 "base",
