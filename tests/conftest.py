@@ -32,7 +32,7 @@ def run_suite(
     *args: str,
     plant: str | None = None,
     timeout: float = 600,
-    env: dict | None = None,
+    env: dict[str, str | None] | None = None,
     report: bool = False,
 ) -> SuiteRun:
     """`python -m conformance ARGS` from the project root, in a new process.
@@ -47,7 +47,11 @@ def run_suite(
         environment["PYTHONPATH"] = os.pathsep.join(
             [str(SITE), environment.get("PYTHONPATH", "")]
         ).rstrip(os.pathsep)
-    environment.update(env or {})
+    for name, value in (env or {}).items():  # None: unset
+        if value is None:
+            environment.pop(name, None)
+        else:
+            environment[name] = value
     result = subprocess.run(
         [sys.executable, "-m", "conformance", *args, *([] if report else ["--no-report"])],
         cwd=ROOT,

@@ -74,3 +74,27 @@ def test_absent_devices_are_reported_skipped_with_reason():
     assert run.returncode == 0
     assert "cuda skipped:" in run.stdout
     assert "SKIPPED" in run.stdout and "built without CUDA" in run.stdout
+
+
+# Variables by which Hypothesis decides it runs on CI, and then loads its own
+# derandomized profile as the default: a profile inheriting from that would
+# ignore --seed on CI machines.
+_CI_VARIABLES = ("CI", "__TOX_ENVIRONMENT_VARIABLE_ORIGINAL_CI", "GITHUB_ACTIONS", "GITLAB_CI")
+
+
+def _draws(*, seed: str, ci: bool) -> list[str]:
+    run = run_suite(
+        "--profile", "ci", "--seed", seed, "--devices", "cpu", "--workers", "0",
+        "--invariants", "version.unchanged_out_of_place", "-k", "not differential",
+        "--hypothesis-verbosity=verbose", "-s",
+        env={"CI": "true"} if ci else dict.fromkeys(_CI_VARIABLES),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:]
+    return [line for line in run.stdout.splitlines() if line.startswith("Draw ")]
+
+
+def test_a_seed_draws_the_same_examples_on_ci_machines_and_elsewhere():
+    on_ci = _draws(seed="3", ci=True)
+    assert len(on_ci) > 100
+    assert on_ci == _draws(seed="3", ci=False)
+    assert on_ci != _draws(seed="4", ci=True)
