@@ -48,37 +48,29 @@ _BASE = settings.get_profile("default")
 
 
 def _profile(**values) -> settings:
-    return settings(_BASE, derandomize=False, **values)
+    return settings(_BASE, derandomize=False, deadline=None, suppress_health_check=_QUIET, **values)
 
 
 PROFILES: dict[str, settings] = {
     "dev": _profile(
         max_examples=80,
-        deadline=None,
         database=example_database(),
-        suppress_health_check=_QUIET,
         print_blob=True,
     ),
     "ci": _profile(
         max_examples=120,
-        deadline=None,
         database=None,
-        suppress_health_check=_QUIET,
         print_blob=True,
     ),
     "thorough": _profile(
         max_examples=2000,
-        deadline=None,
         database=example_database(),
-        suppress_health_check=_QUIET,
         print_blob=True,
     ),
     # For the project's own tests of planted violations: find fast, skip shrinking.
     "planted": _profile(
         max_examples=120,
-        deadline=None,
         database=None,
-        suppress_health_check=_QUIET,
         phases=(Phase.explicit, Phase.reuse, Phase.generate),
     ),
 }

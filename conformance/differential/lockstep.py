@@ -25,6 +25,7 @@ from conformance.differential.observe import (
 )
 from conformance.differential.torch_calls import compiled
 from oracle import OPS, Engine, OracleError, OTensor, tolerance
+from strategies.dtypes import UNIT_ROUNDOFF
 from strategies.programs import Program, Step
 from strategies.tensors import TORCH_DTYPES
 
@@ -361,19 +362,13 @@ def _resync(run: Run, ours: list[Observed], theirs: list[Observed], live: list[i
                 run.oracle_pool[i].grad = np.array(t.grad, dtype=o.grad.dtype)
 
 
-# Unit roundoff per dtype. Gradient formulas fuse several operations that torch
-# rounds one by one in the dtypes along the path (float16 backward runs in
-# float16), where the model rounds once: a gradient that cancels (x * c / x)
-# keeps a residue of a few units of the size of its terms, not of its result,
-# and a float64 leaf fed through a bfloat16 copy carries bfloat16 errors.
-_UNIT = {
-    "bfloat16": 2.0**-7,
-    "float16": 2.0**-10,
-    "float32": 2.0**-23,
-    "complex64": 2.0**-23,
-    "float64": 2.0**-52,
-    "complex128": 2.0**-52,
-}
+# Machine epsilon (twice the unit roundoff) per floating dtype. Gradient
+# formulas fuse several operations that torch rounds one by one in the dtypes
+# along the path (float16 backward runs in float16), where the model rounds
+# once: a gradient that cancels (x * c / x) keeps a residue of a few units of
+# the size of its terms, not of its result, and a float64 leaf fed through a
+# bfloat16 copy carries bfloat16 errors.
+_UNIT = {dtype: 2 * roundoff for dtype, roundoff in UNIT_ROUNDOFF.items()}
 _SCALE_CAP = 1e3  # beyond that, overflowing chains: their gradients are compared at the cap
 
 
