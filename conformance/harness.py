@@ -3,6 +3,9 @@ on the test's device from the run's dtypes, counted for the report."""
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import pickle
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,8 +15,11 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from conformance import watch
+from conformance.internal import suite_code
 from conformance.selection import current
 from strategies.dtypes import DTYPES, elements
+from strategies.programs import Program
 from strategies.tensors import TensorCase, tensor_cases
 
 
@@ -67,14 +73,23 @@ class Example:
 
     def tensor(self, label: str, *, dtypes: tuple[str, ...] | None = None, **kwargs) -> TensorCase:
         """A labelled TensorCase; see strategies.tensors.tensor_cases for kwargs."""
-        case = self.data.draw(
-            tensor_cases(self.device, dtypes or self.dtypes(), **kwargs), label=label
-        )
+        case = self.draw(tensor_cases(self.device, dtypes or self.dtypes(), **kwargs), label)
         self.record(case.dtype)
         return case
 
     def draw(self, strategy: st.SearchStrategy, label: str) -> Any:
-        return self.data.draw(strategy, label=label)
+        """A labelled draw. An exception from the strategy is the suite's
+        (an InternalError); what was drawn is recorded before the test uses
+        it, so that a crash or hang that follows leaves it behind."""
+        with suite_code(f"drawing {label!r}"):
+            value = self.data.draw(strategy, label=label)
+            if isinstance(value, Program):  # rendered only if it crashes
+                watch.note(draw=label, program=_packed(value))
+            elif isinstance(value, TensorCase):
+                watch.note(draw=label, value=repr(value), source=value.source(_name(label)))
+            else:
+                watch.note(draw=label, value=repr(value))
+        return value
 
     def record(self, dtype: str) -> None:
         LAST_EXAMPLE_DTYPES.add(dtype)
@@ -92,3 +107,18 @@ class Example:
     def other_device(self, label: str = "other device") -> str:
         """A present device, possibly this one: for cross-device copies."""
         return self.draw(st.sampled_from(current().present), label)
+
+
+def _name(label: str) -> str:
+    """A Python name for a labelled input: "write through source" -> write_through_source."""
+    name = "".join(c if c.isalnum() else "_" for c in label).strip("_") or "x"
+    return name if name[0].isalpha() else f"x_{name}"
+
+
+def _packed(program: Program) -> str:
+    plain = dataclasses.replace(program, render=None)  # a closure: the listing redraws it
+    return base64.b64encode(pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL)).decode()
+
+
+def unpacked(text: str) -> Program:
+    return pickle.loads(base64.b64decode(text))

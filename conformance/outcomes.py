@@ -5,6 +5,13 @@ check names the one it broke. An invariant is violated on a device when a test
 on that device broke it, or failed otherwise while checking it first; it holds
 when its tests ran and none broke it; it is skipped when all its tests were
 skipped, with their reasons; xfailed when it is on a known-failure list.
+
+A test that did not finish (its process crashed, an example hung, or the
+suite's own code raised) proves nothing either way: it has a status of its
+own (crashed, hung, internal error), reported against the test and its input.
+It marks the cell of the test's primary invariant only when the test is
+focused on a few rules; a wide test (the differential names every rule)
+never marks a rule for a crash or hang it did not attribute.
 """
 
 from __future__ import annotations
@@ -16,6 +23,15 @@ from typing import Any
 from conformance.invariants import CATALOGUE
 
 HELD, VIOLATED, SKIPPED, XFAILED, NOT_RUN = "held", "violated", "skipped", "xfailed", "not run"
+# Tests that did not finish: their own statuses, as outcomes and as cell statuses.
+CRASHED, HUNG, INTERNAL = "crashed", "hung", "internal error"
+UNFINISHED = (CRASHED, HUNG, INTERNAL)
+# A test naming more invariants than this is wide: what it did not attribute
+# counts against the test, never against the rules it names.
+FOCUSED = 3
+# Worst first: the order in which a cell, or an invariant over devices, takes
+# its status from its tests. A new status goes where it ranks.
+SEVERITY = (VIOLATED, INTERNAL, CRASHED, HUNG, XFAILED, HELD, SKIPPED, NOT_RUN)
 
 
 @dataclass
@@ -23,7 +39,7 @@ class TestOutcome:
     nodeid: str
     invariants: tuple[str, ...]
     device: str
-    outcome: str  # passed, failed, skipped, xfailed, xpassed, error
+    outcome: str  # passed, failed, skipped, xfailed, xpassed, error; crashed, hung, internal error
     violated: tuple[str, ...] = ()
     message: str = ""  # skip reason, or the failure's first lines
     longrepr: str = ""
@@ -31,6 +47,9 @@ class TestOutcome:
     repro: str = ""
     example: str = ""
     duration: float = 0.0
+    # for a test that did not finish: what happened (signal, traceback), and
+    # the example it was running when it did
+    problem: dict[str, Any] = field(default_factory=dict)
 
     @property
     def broken(self) -> tuple[str, ...]:
@@ -40,6 +59,14 @@ class TestOutcome:
         if self.violated:
             return self.violated
         return self.invariants[:1]  # an unexpected error counts against the primary rule
+
+    @property
+    def unfinished_on(self) -> tuple[str, ...]:
+        """The invariants whose cells show this test's crash, hang or internal
+        error: its primary one, if it is a focused test."""
+        if self.outcome not in UNFINISHED or len(self.invariants) > FOCUSED:
+            return ()
+        return self.invariants[:1]
 
 
 @dataclass
@@ -69,6 +96,9 @@ class Cell:
 def _cell_status(invariant: str, tests: list[TestOutcome]) -> str:
     if any(invariant in t.broken for t in tests):
         return VIOLATED
+    for status in UNFINISHED:
+        if any(t.outcome == status and invariant in t.unfinished_on for t in tests):
+            return status
     if any(t.outcome == "xfailed" for t in tests):
         return XFAILED
     if any(t.outcome in ("passed", "failed", "error", "xpassed") for t in tests):
@@ -94,14 +124,31 @@ def table(outcomes: Iterable[TestOutcome]) -> dict[str, dict[str, Cell]]:
 def overall(by_device: dict[str, Cell]) -> str:
     """One status for an invariant across devices: the worst that happened."""
     statuses = {cell.status for cell in by_device.values()}
-    for status in (VIOLATED, XFAILED, HELD, SKIPPED):
-        if status in statuses:
-            return status
-    return NOT_RUN
+    return next((s for s in SEVERITY if s in statuses), NOT_RUN)
 
 
 def summary(cells: dict[str, dict[str, Cell]]) -> dict[str, int]:
     counts = {HELD: 0, VIOLATED: 0, XFAILED: 0, SKIPPED: 0, NOT_RUN: 0}
+    counts |= dict.fromkeys(UNFINISHED, 0)
     for by_device in cells.values():
         counts[overall(by_device)] += 1
     return counts
+
+
+def unfinished(outcomes: Iterable[TestOutcome]) -> dict[str, list[TestOutcome]]:
+    """The tests that crashed, hung or raised an internal error, by status."""
+    by_status: dict[str, list[TestOutcome]] = {status: [] for status in UNFINISHED}
+    for outcome in outcomes:
+        if outcome.outcome in by_status:
+            by_status[outcome.outcome].append(outcome)
+    return by_status
+
+
+def tests_line(by_status: dict[str, list[TestOutcome]]) -> str:
+    """ "tests: 1 crashed (test_detach.py::test_x[cpu]), 1 hung (...)", or "" when none."""
+    parts = []
+    for status, tests in by_status.items():
+        if tests:
+            names = ", ".join(t.nodeid for t in tests[:3]) + (", ..." if len(tests) > 3 else "")
+            parts.append(f"{len(tests)} {status} ({names})")
+    return "tests: " + ", ".join(parts) if parts else ""

@@ -7,18 +7,37 @@ Loaded by conformance/conftest.py, so `python -m conformance` and a plain
 from __future__ import annotations
 
 import fnmatch
+import os
+import shutil
+import signal
+import tempfile
 from pathlib import Path
 
 import pytest
 import torch
 from hypothesis import Phase, settings
 
-from conformance import harness, known_failures
+from conformance import evidence, harness, known_failures, watch
 from conformance.check import InvariantViolation
+from conformance.internal import internal_error_in
 from conformance.invariants import INVARIANTS
 from conformance.known_failures import KnownFailure
 from conformance.nodeids import device_of, invariants_of
-from conformance.outcomes import HELD, VIOLATED, XFAILED, TestOutcome, overall, summary, table
+from conformance.outcomes import (
+    CRASHED,
+    HELD,
+    HUNG,
+    INTERNAL,
+    UNFINISHED,
+    VIOLATED,
+    XFAILED,
+    TestOutcome,
+    overall,
+    summary,
+    table,
+    tests_line,
+    unfinished,
+)
 from conformance.selection import Selection, SelectionError, current, select, set_current
 from strategies.devices import build_kind
 
@@ -80,6 +99,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="only the tests of these invariant IDs (comma-separated, globs allowed)",
     )
+    group.addoption(
+        "--timeout",
+        default=watch.DEFAULT_LIMIT,
+        type=float,
+        metavar="SECONDS",
+        help=f"an example running longer is reported hung (default {watch.DEFAULT_LIMIT:g}; "
+        "0: no limit)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -107,6 +134,8 @@ def pytest_configure(config: pytest.Config) -> None:
     set_current(selection)
     config.stash[_SELECTION] = selection
     _CONFIG[:] = [config]
+    _configure_run_folder(config)
+    _terminate_on_signals()
     _configure_known_failures(config, selection)
     # Hypothesis's own plugin applies these in its pytest_configure, after ours.
     config.option.hypothesis_profile = selection.profile
@@ -145,8 +174,84 @@ def _configure_known_failures(config: pytest.Config, selection: Selection) -> No
         )
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (a CI system cancelling, a closed terminal): the run
+    stops as for Ctrl-C, and the report is written, marked incomplete."""
+
+
+def _terminate_on_signals() -> None:
+    def stop(signum: int, frame) -> None:
+        # once: a second signal while the report is written must not cut it short
+        for number in _STOPPING_SIGNALS:
+            signal.signal(number, signal.SIG_IGN)
+        raise Terminated(f"terminated by {signal.Signals(signum).name}")
+
+    for number in _STOPPING_SIGNALS:
+        if signal.getsignal(number) in (signal.SIG_DFL, None):
+            signal.signal(number, stop)
+
+
+_STOPPING_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+_RUN_FOLDER = pytest.StashKey[Path]()
+
+
+def _configure_run_folder(config: pytest.Config) -> None:
+    """Where every process of the run leaves its flight recorder's files."""
+    given = getattr(config, "workerinput", {}).get("conformance_run_folder")
+    folder = Path(given) if given else Path(tempfile.mkdtemp(prefix="conformance-run-"))
+    config.stash[_RUN_FOLDER] = folder
+
+
+def _process_name(config: pytest.Config) -> str:
+    return getattr(config, "workerinput", {}).get("workerid", "main")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if _is_controller_of_workers(config):
+        return  # the controller runs no test
+    limit = config.getoption("timeout") or None
+    name = _process_name(config)
+    folder = config.stash[_RUN_FOLDER]
+    (folder / f"{name}.pid").write_text(str(os.getpid()))
+    watch.install(folder, name, limit)
+
+
+def _is_controller_of_workers(config: pytest.Config) -> bool:
+    return not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", 0))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    watch.uninstall()
+    if hasattr(config, "workerinput") or _RUN_FOLDER not in config.stash:
+        return
+    folder = config.stash[_RUN_FOLDER]
+    _end_workers_left(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _end_workers_left(folder: Path) -> None:
+    """Kill any worker of ours still alive (one stuck in a hang when the run
+    was stopped): the run leaves no process behind."""
+    for pid_file in folder.glob("*.pid"):
+        try:
+            pid = int(pid_file.read_text())
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except (OSError, ValueError):
+            continue
+        parent = int(stat.rpartition(")")[2].split()[1])
+        if parent == os.getpid():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
 def pytest_configure_node(node) -> None:  # xdist controller -> worker
     selection = node.config.stash[_SELECTION]
+    node.workerinput["conformance_run_folder"] = str(node.config.stash[_RUN_FOLDER])
     node.workerinput["conformance_selection"] = {
         "devices": node.config.getoption("devices"),
         "dtypes": node.config.getoption("dtypes"),
@@ -245,6 +350,35 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     harness.reset_coverage()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Every example runs under the flight recorder and the watchdog: each
+    Hypothesis example (through `inner_test`, Hypothesis's hook for
+    wrapping them), or a plain test as one example."""
+    hypothesis = getattr(getattr(item, "obj", None), "hypothesis", None)
+    if hypothesis is None or not hasattr(hypothesis, "inner_test"):
+        with watch.example(item.nodeid):
+            yield
+        return
+    inner = hypothesis.inner_test
+
+    def each_example(*args, **kwargs):
+        with watch.example(item.nodeid):
+            try:
+                return inner(*args, **kwargs)
+            except Exception as error:
+                cause = error.__cause__ if isinstance(error, InvariantViolation) else error
+                if cause is not None and watch.out_of_memory(cause):
+                    raise watch.ExampleCrashed(f"torch ran out of memory: {cause}") from error
+                raise
+
+    hypothesis.inner_test = each_example
+    try:
+        yield
+    finally:
+        hypothesis.inner_test = inner
+
+
 def _violations(error: BaseException | None) -> list[InvariantViolation]:
     """The violations an exception (or a group of them) carries."""
     found: list[InvariantViolation] = []
@@ -267,6 +401,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.when != "call":
         return
     report.user_properties.append(("coverage", harness.COVERAGE.as_dict()))
+    if call.excinfo is not None and (problem := _problem(call.excinfo.value)) is not None:
+        report.user_properties.append(("problem", problem))
+        return
     if call.excinfo is not None:
         violations = _violations(call.excinfo.value)
         ids = list(dict.fromkeys(v.invariant for v in violations))
@@ -279,6 +416,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                 report.user_properties.append(("example", v.example))
             if v.repro or v.example:
                 break
+
+
+def _problem(error: BaseException) -> dict | None:
+    """A test that did not finish in this process: it hung, torch ran out of
+    memory, or the suite's own code raised. None for anything else."""
+    entries = watch.current_entries()
+    internal = internal_error_in(error)
+    if internal is not None:
+        return {
+            "status": INTERNAL,
+            "detail": str(internal),
+            "traceback": internal.original,
+            "entries": entries,
+        }
+    if isinstance(error, watch.ExampleHung):
+        return {"status": HUNG, "detail": f"{error} (stopped in-process)", "entries": entries}
+    if isinstance(error, watch.ExampleCrashed):
+        return {"status": CRASHED, "detail": str(error), "entries": entries}
+    return None
 
 
 def _known_if_listed(item: pytest.Item, report: pytest.TestReport, ids: list[str]) -> None:
@@ -319,7 +475,19 @@ def _message(report: pytest.TestReport) -> str:
 
 
 def outcome_from_report(report: pytest.TestReport) -> TestOutcome:
+    """The report's outcome; the same object each time it is asked (the
+    summary and the report share it, and a background minimizer updates it)."""
+    cached = getattr(report, "_conformance_outcome", None)
+    if cached is None:
+        cached = _outcome(report)
+        report._conformance_outcome = cached
+    return cached
+
+
+def _outcome(report: pytest.TestReport) -> TestOutcome:
     props = dict(report.user_properties)
+    if "problem" in props:
+        return _unfinished_outcome(report, props, dict(props["problem"]))
     return TestOutcome(
         nodeid=report.nodeid,
         invariants=tuple(props.get("invariants", ())),
@@ -335,6 +503,39 @@ def outcome_from_report(report: pytest.TestReport) -> TestOutcome:
     )
 
 
+_MINIMIZER = evidence.Minimizer()
+
+
+def _unfinished_outcome(report: pytest.TestReport, props: dict, problem: dict) -> TestOutcome:
+    """A test that crashed, hung or hit an internal error, with the example
+    it was running: against the test, never a violation of its rules."""
+    entries = problem.pop("entries", [])
+    status = problem["status"]
+    detail = problem.get("detail", "")
+    first = next((line for line in detail.splitlines() if line.strip()), status)
+    outcome = TestOutcome(
+        nodeid=report.nodeid,
+        invariants=tuple(props.get("invariants", ())),
+        device=props.get("device", device_of(report.nodeid)),
+        outcome=status,
+        message=f"{status}: {first.strip()}",
+        longrepr=str(report.longrepr or detail),
+        coverage=props.get("coverage", {}),
+        example=evidence.example_text(entries),
+        duration=report.duration,
+        problem=problem,
+    )
+    if status != INTERNAL:
+        outcome.repro, program = evidence.repro_for(outcome, entries)
+        if program is not None:
+            _MINIMIZER.submit(outcome, program)
+        elif not outcome.repro:
+            outcome.repro = evidence.inputs_script(entries, report.nodeid)
+            if outcome.repro:
+                problem["repro_note"] = "this script builds the inputs the test drew"
+    return outcome
+
+
 # xdist's `when` in the report of a test whose worker died under it
 CRASH_PHASE = "???"
 
@@ -346,20 +547,52 @@ def is_crash(report: pytest.TestReport) -> bool:
 def crash_outcome(report: pytest.TestReport, roots: list[Path]) -> TestOutcome:
     """A crashed xdist worker's report carries only the node ID: recover the
     test's invariants from its module (node IDs are relative to one of
-    `roots`), and count the crash against them: torch took the process down,
-    so every rule the test checks is in doubt."""
+    `roots`), and the example it ran from the files its process left. The
+    test crashed (or hung, if the watchdog ended it): that is its status,
+    and no rule it names is counted violated for it."""
+    cached = getattr(report, "_conformance_outcome", None)
+    if cached is not None:
+        return cached
     invariants = invariants_of(report.nodeid, roots)
     text = str(report.longrepr or "the worker running this test crashed")
-    return TestOutcome(
-        nodeid=report.nodeid,
-        invariants=invariants,
-        device=device_of(report.nodeid),
-        outcome="failed",
-        violated=invariants,
-        message=text.strip().splitlines()[0],
-        longrepr=text,
-        duration=report.duration,
-    )
+    found = _evidence_of(report)
+    how = found.get("how", "killed")
+    status = HUNG if how == "hang" else CRASHED
+    if status == HUNG and _CONFIG:
+        (_CONFIG[0].stash[_RUN_FOLDER] / watch.HUNG_MARK).touch()
+    detail = found.get("detail", "") or text
+    if found and found.get("nodeid") != report.nodeid:
+        found = {}  # the files speak of another test: say nothing rather than mislead
+    problem = {"status": status, "detail": f"{text}\n{detail}", "how": how}
+    if found.get("example"):
+        problem["example_number"] = found["example"]
+    if found.get("between_examples"):
+        problem["note"] = "it happened after the last example had finished"
+    report.user_properties = [
+        ("invariants", list(invariants)),
+        ("device", device_of(report.nodeid)),
+        ("problem", {**problem, "entries": found.get("entries", [])}),
+    ]
+    outcome = outcome_from_report(report)
+    outcome.message = f"{status}: {_headline(how, detail, text)}"
+    return outcome
+
+
+def _headline(how: str, detail: str, text: str) -> str:
+    lines = [line.strip() for line in detail.splitlines() if line.strip()]
+    if how == "fatal" and lines:
+        return lines[0]  # "Fatal Python error: Segmentation fault"
+    if how == "hang" and lines:
+        return f"the watchdog ended the worker ({lines[0]})"
+    return text.strip().splitlines()[0] if text.strip() else "the worker died"
+
+
+def _evidence_of(report: pytest.TestReport) -> dict:
+    node = getattr(report, "node", None)
+    name = getattr(node, "workerinput", {}).get("workerid") if node is not None else None
+    if not name or not _CONFIG or _RUN_FOLDER not in _CONFIG[0].stash:
+        return {}
+    return watch.read_evidence(watch.Files.of(_CONFIG[0].stash[_RUN_FOLDER], name))
 
 
 def _roots(config: pytest.Config) -> list[Path]:
@@ -376,7 +609,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         or (report.when == "teardown" and report.failed)
     ):
         previous = OUTCOMES.get(report.nodeid)
-        if previous is None or previous.outcome not in ("failed", "error"):
+        if previous is None or previous.outcome not in ("failed", "error", *UNFINISHED):
             OUTCOMES[report.nodeid] = outcome_from_report(report)
 
 
@@ -396,9 +629,20 @@ def _unexpectedly_holding(config: pytest.Config) -> list[KnownFailure]:
     return holding
 
 
-@pytest.hookimpl(trylast=True)
+# How long the end of a run waits for crash repros still being minimized.
+MINIMIZE_WAIT_SECONDS = 30.0
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if hasattr(session.config, "workerinput") or not session.config.getoption("strict_xfail"):
+    if hasattr(session.config, "workerinput"):
+        return
+    _MINIMIZER.wait(MINIMIZE_WAIT_SECONDS)
+    # The suite's own error outweighs any verdict: the run's results are in doubt.
+    if any(t.outcome == INTERNAL for t in OUTCOMES.values()):
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        return
+    if not session.config.getoption("strict_xfail"):
         return
     if _unexpectedly_holding(session.config) and exitstatus == 0:
         session.exitstatus = 1
@@ -424,8 +668,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             if cell.status == VIOLATED:
                 first = next(t for t in cell.tests if invariant in t.broken)
                 write(f"VIOLATED {invariant} [{device}]: {first.message}", red=True)
+    by_status = unfinished(OUTCOMES.values())
+    _write_unfinished(terminalreporter, by_status)
     parts = [f"{n} {status}" for status, n in counts.items() if n]
-    write("invariants: " + ", ".join(parts), bold=True)
+    line = "invariants: " + ", ".join(parts)
+    tests = tests_line(by_status)
+    write(f"{line}; {tests}" if tests else line, bold=True)
     differential = [t for t in OUTCOMES.values() if t.coverage.get("steps")]
     if differential:
         steps = sum(t.coverage["steps"] for t in differential)
@@ -435,3 +683,21 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             f"differential: {chains} chains, {steps} steps checked in lockstep, "
             f"{seconds:.1f} s of test time: {steps / max(seconds, 1e-9):.0f} steps/s per worker"
         )
+
+
+def _write_unfinished(terminalreporter, by_status: dict[str, list[TestOutcome]]) -> None:
+    """One block per test that crashed or hung (the input it ran, its repro
+    in the report), then the internal errors with their tracebacks."""
+    write = terminalreporter.write_line
+    for status in (CRASHED, HUNG):
+        for test in by_status[status]:
+            write(f"{status.upper()} {test.nodeid}: {test.message.partition(': ')[2]}", red=True)
+            for line in test.example.splitlines()[:12]:
+                write(f"    {line}")
+            if test.repro:
+                write("    (a repro script is in the report)")
+    if by_status[INTERNAL]:
+        terminalreporter.section("internal error", red=True)
+        for test in by_status[INTERNAL]:
+            write(f"INTERNAL ERROR in {test.nodeid}: {test.problem.get('detail', '')}", red=True)
+            write(test.problem.get("traceback", "").rstrip())

@@ -51,9 +51,7 @@ def _draw_pair(ex: Example, dst_roles: tuple[str, ...], src_roles: tuple[str, ..
     kinds = ("float", "complex") if grad else None
     dst = ex.tensor("dst", roles=dst_roles, layout_kinds=WRITABLE_LAYOUTS, dtypes=ex.dtypes(kinds))
     src_device = ex.other_device("src device")
-    src = ex.data.draw(
-        _src_cases(ex, src_device, dst.shape, src_roles, ex.dtypes(kinds)), label="src"
-    )
+    src = ex.draw(_src_cases(ex, src_device, dst.shape, src_roles, ex.dtypes(kinds)), "src")
     ex.record(src.dtype)
     if dst.dtype == "uint8":  # a negative value has no uint8 it must become
         assume(np.all(np.real(src.values) >= 0))

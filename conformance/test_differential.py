@@ -16,6 +16,7 @@ from conformance.differential.listing import listing, repro_script
 from conformance.differential.lockstep import execute
 from conformance.differential.minimize import minimize, same_failure
 from conformance.harness import Example
+from conformance.internal import suite_code
 from conformance.invariants import CATALOGUE, INVARIANTS
 from conformance.selection import current
 from oracle import tolerance
@@ -48,14 +49,15 @@ def test_torch_agrees_with_the_reference_model(device, shard, data):
     if found is None:
         return
     # minimize while it fails the same way, then name the rule on the minimal chain
-    program, run, found, reproduced = minimize(program, (run, found), same_failure(found))
-    invariant = attribute(run, found)
-    observed = run.observed[0]
-    dtype = observed[found.tensors[0]].dtype if found.tensors and observed else "float64"
-    script = repro_script(
-        program, found, invariant, INVARIANTS[invariant].statement, tolerance(dtype)
-    )
-    example = "\n".join(listing(program))
+    with suite_code("minimizing and attributing a discrepancy"):
+        program, run, found, reproduced = minimize(program, (run, found), same_failure(found))
+        invariant = attribute(run, found)
+        observed = run.observed[0]
+        dtype = observed[found.tensors[0]].dtype if found.tensors and observed else "float64"
+        script = repro_script(
+            program, found, invariant, INVARIANTS[invariant].statement, tolerance(dtype)
+        )
+        example = "\n".join(listing(program))
     chain = (
         "minimal chain"
         if reproduced

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from conformance import watch
 from conformance.check import close, dense
 from conformance.differential.observe import (
     RAISES,
@@ -24,6 +25,7 @@ from conformance.differential.observe import (
     observe_torch,
 )
 from conformance.differential.torch_calls import compiled
+from conformance.internal import suite_code
 from oracle import OPS, Engine, OracleError, OTensor, tolerance
 from strategies.dtypes import UNIT_ROUNDOFF
 from strategies.programs import Program, Step
@@ -98,6 +100,8 @@ def _torch_step(run: Run, step: Step) -> tuple[object, BaseException | None]:
         with torch.set_grad_enabled(not step.no_grad and torch.is_grad_enabled()):
             return compiled(step.op)(*args), None
     except Exception as error:  # noqa: BLE001 - every torch error is an outcome to compare
+        if watch.out_of_memory(error):  # not an outcome a rule speaks of: the build gave up
+            raise watch.ExampleCrashed(f"torch ran out of memory: {error}") from error
         return None, error
 
 
@@ -115,6 +119,13 @@ def _view_write_base(run: Run, step: Step) -> tuple[torch.Tensor | None, object]
 
 
 def _oracle_step(run: Run, step: Step) -> tuple[object, OracleError | None]:
+    # The model's own OracleError is its prediction that torch refuses the
+    # step; anything else it raises is the suite's bug.
+    with suite_code(f"running the reference model's {step.op}"):
+        return _oracle_outcome(run, step)
+
+
+def _oracle_outcome(run: Run, step: Step) -> tuple[object, OracleError | None]:
     engine = run.engine
     try:
         if step.op == "leaf":
@@ -137,6 +148,7 @@ def execute(program: Program, stop_at_first: bool = True) -> tuple[Run, Discrepa
     run = Run(program)
     for number, step in enumerate(program.steps):
         base, before = _view_write_base(run, step)
+        watch.note(step=number)  # a crash or hang in this step leaves its number
         t_result, t_error = _torch_step(run, step)
         if base is not None and t_error is None and base.grad_fn is before:
             run.unrecorded_view_writes.append(number)
@@ -214,7 +226,9 @@ def _attribute_differs(
 
 
 def _compare_pool(run: Run, number: int, step: Step, skip_values: bool) -> Discrepancy | None:
-    theirs, ours = observe_torch(run.torch_pool), observe_oracle(run.oracle_pool)
+    theirs = observe_torch(run.torch_pool)
+    with suite_code("reading the reference model's tensors"):
+        ours = observe_oracle(run.oracle_pool)
     run.previous = run.observed
     run.observed = (ours, theirs)
     before_o, before_t = run.previous

@@ -1,0 +1,146 @@
+"""What a test that did not finish was running, as a reader wants it: the
+input (each draw, or the chain of operations), a standalone repro script,
+and the script made smaller by running shorter candidates in fresh
+processes, in the background while the run goes on.
+
+The raw material is what `conformance.watch` recorded before the example
+ran: draws as their reprs and torch code, a differential chain as a pickled
+program, and the number of the step that was running.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from conformance.outcomes import CRASHED, HUNG, TestOutcome
+
+# Minimizing runs candidate scripts in fresh interpreters (a torch import
+# each), on the controller, beside the run: a bounded effort.
+MINIMIZE_SECONDS = 60.0  # for every crash of a run together
+CANDIDATE_TIMEOUT = 60.0  # a candidate that runs longer counts as hung
+HANG_CANDIDATE_TIMEOUT = 10.0  # a hang repro is judged hung after this
+
+
+def example_text(entries: list[dict[str, Any]]) -> str:
+    """The example as Hypothesis prints one: "Draw 1 (source): ..." per
+    draw, a chain as its listing, with the step that was running marked."""
+    lines: list[str] = []
+    step = running_step(entries)
+    for number, entry in enumerate((e for e in entries if "draw" in e), start=1):
+        if "program" in entry:
+            program = _program(entry)
+            lines.append(f"Draw {number} ({entry['draw']}): a chain of {len(program.steps)} steps")
+            lines += _listing(program, step)
+        else:
+            lines.append(f"Draw {number} ({entry['draw']}): {entry.get('value', '')}")
+    return "\n".join(lines)
+
+
+def running_step(entries: list[dict[str, Any]]) -> int | None:
+    steps = [e["step"] for e in entries if "step" in e]
+    return steps[-1] if steps else None
+
+
+def _program(entry: dict[str, Any]):
+    from conformance.harness import unpacked
+
+    return unpacked(entry["program"])
+
+
+def _listing(program, step: int | None) -> list[str]:
+    from conformance.differential.listing import step_lines, trace
+
+    lines = []
+    for number, (s, (name, names, error)) in enumerate(
+        zip(program.steps, trace(program), strict=True)
+    ):
+        mark = "  # <- running when it happened" if number == step else ""
+        body = step_lines(s, name, names, error)
+        lines += [f"    {line}" for line in body[:-1]] + [f"    {body[-1]}{mark}"]
+        if number == step:
+            break
+    return lines
+
+
+def inputs_script(entries: list[dict[str, Any]], nodeid: str) -> str:
+    """torch code that builds a property test's drawn tensors (no program)."""
+    sources = [e["source"] for e in entries if e.get("source")]
+    if not sources:
+        return ""
+    return "\n".join(["import torch", "", *sources]) + "\n"
+
+
+def repro_for(outcome: TestOutcome, entries: list[dict[str, Any]]) -> tuple[str, Any]:
+    """A repro script for the outcome, and the program it runs (None when
+    the test drew no chain)."""
+    programs = [e for e in entries if "program" in e]
+    if not programs:
+        return "", None
+    from conformance.differential.crash_repro import crash_script, up_to
+
+    program = up_to(_program(programs[-1]), running_step(entries))
+    return crash_script(program, _what(outcome)), program
+
+
+def _what(outcome: TestOutcome) -> str:
+    return f"{outcome.outcome} in {outcome.nodeid}: {outcome.message}"
+
+
+class Minimizer:
+    """Minimizes crash repros one at a time on a background thread, within a
+    shared time budget; `wait` joins them before the report is written."""
+
+    def __init__(self, budget: float = MINIMIZE_SECONDS) -> None:
+        self.budget = budget
+        self._pool: ThreadPoolExecutor | None = None
+        self._jobs: list[Future] = []
+        self._deadline: float | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, outcome: TestOutcome, program: Any) -> None:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="conformance-minimize")
+                self._deadline = time.monotonic() + self.budget
+            self._jobs.append(self._pool.submit(self._minimize, outcome, program))
+
+    def _minimize(self, outcome: TestOutcome, program: Any) -> None:
+        from conformance.differential.crash_repro import crash_script, minimize_crash, run_script
+
+        assert self._deadline is not None
+        hung = outcome.outcome == HUNG
+        timeout = HANG_CANDIDATE_TIMEOUT if hung else CANDIDATE_TIMEOUT
+        what = _what(outcome)
+        kind, _ = run_script(crash_script(program, what), timeout)
+        wanted = HUNG if hung else CRASHED
+        outcome.problem["repro_checked"] = kind == wanted
+        if kind != wanted:
+            outcome.problem["repro_note"] = (
+                f"the repro script {'ran to its end' if kind == 'ok' else kind} when run on its"
+                " own: what failed depends on state outside the chain"
+            )
+            return
+        fails: Callable[[str], bool] = lambda script: run_script(script, timeout)[0] == wanted  # noqa: E731
+        if hung:  # each candidate takes the whole timeout: keep the chain as it ran
+            return
+        smaller, tried = minimize_crash(program, what, fails, self._deadline)
+        if len(smaller.steps) < len(program.steps):
+            outcome.repro = crash_script(smaller, what)
+            outcome.problem["minimized"] = (
+                f"from {len(program.steps)} to {len(smaller.steps)} steps, {tried} candidates run"
+            )
+
+    def wait(self, seconds: float) -> None:
+        """Join the jobs for at most `seconds`; the rest keep their first script."""
+        end = time.monotonic() + seconds
+        for job in list(self._jobs):
+            try:
+                job.result(timeout=max(0.0, end - time.monotonic()))
+            except Exception:  # noqa: BLE001 - a repro that cannot be minimized keeps its first form
+                continue
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)

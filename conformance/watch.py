@@ -1,0 +1,243 @@
+"""A flight recorder and a watchdog for every example a test runs.
+
+Before each Hypothesis example (and each plain test) runs, the process
+writes which test it is, then each input as it is drawn, to a file of its
+own in the run's folder. A crash (segfault, abort, the kernel's
+out-of-memory killer) leaves that file behind: the controller reads it and
+reports the test with the example that crashed it. The writes are plain
+`write` calls on an open descriptor: the kernel keeps them whatever happens
+to the process afterwards.
+
+Hangs. Hypothesis's `deadline` only judges an example after it returns, and
+pytest-timeout limits a whole test (ours are long Hypothesis loops) and, to
+stop a hang, either fails the whole test or kills the process, which with
+`--workers 0` ends the run. So the suite keeps its own per-example watchdog,
+in two stages:
+
+1. at the limit, SIGALRM raises `ExampleHung` in the test's thread: the
+   example ends, the test is reported hung with its input, and the process
+   goes on (this works whenever the hang returns to Python or waits in a
+   system call, as a Python loop or a sleep does);
+2. if the process is still stuck `GRACE` seconds later (a loop in C that
+   never returns to Python), faulthandler's own thread, which needs no GIL,
+   writes every thread's traceback to the hang file and ends the process.
+   xdist replaces the worker, and the controller reports the test hung from
+   the files left behind.
+
+Once an example of the run has hung, later examples get at most
+`AFTER_HANG` seconds: a build that hangs once usually hangs on the next
+similar input, and the run should end in the time of one limit, not one per
+test.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_LIMIT = 60.0  # seconds per example: generous, every example of the default run takes < 1 s
+GRACE = 5.0
+AFTER_HANG = 5.0
+HUNG_MARK = "hung"  # a file in the run folder: some example of this run hung
+
+
+class ExampleHung(BaseException):
+    """An example ran past the limit. A BaseException, so that neither
+    Hypothesis (which would replay it to shrink) nor the suite's
+    `except Exception` handlers catch it."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        super().__init__(f"the example ran longer than the {limit:g} s limit (--timeout)")
+
+
+class ExampleCrashed(BaseException):
+    """torch ran out of memory: the process survived, the example did not."""
+
+
+# torch's words when an allocation fails (CPU and CUDA allocators)
+_OUT_OF_MEMORY = ("can't allocate memory", "out of memory", "CUDA out of memory")
+
+
+def out_of_memory(error: BaseException) -> bool:
+    if isinstance(error, MemoryError):
+        return True
+    text = str(error)
+    return isinstance(error, RuntimeError) and any(s in text for s in _OUT_OF_MEMORY)
+
+
+@dataclass
+class Files:
+    """What one process leaves behind in the run folder."""
+
+    example: Path  # JSON lines: the test and example, then each input drawn
+    fatal: Path  # faulthandler's report of a fatal signal (segfault, abort)
+    hang: Path  # faulthandler's tracebacks when the watchdog ended the process
+
+    @classmethod
+    def of(cls, folder: Path, name: str) -> Files:
+        return cls(folder / f"{name}.example", folder / f"{name}.fatal", folder / f"{name}.hang")
+
+
+class Recorder:
+    """One process's recorder and watchdog."""
+
+    def __init__(self, folder: Path, name: str, limit: float | None) -> None:
+        self.folder = folder
+        self.files = Files.of(folder, name)
+        self.limit = limit
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        self._example = os.open(self.files.example, flags, 0o644)
+        self._fatal = os.open(self.files.fatal, flags, 0o644)
+        self._hang = os.open(self.files.hang, flags, 0o644)
+        self._count = 0
+        self._armed = False
+        self._main = threading.current_thread() is threading.main_thread()
+        faulthandler.enable(file=self._fatal, all_threads=True)
+        if self._main and limit:
+            signal.signal(signal.SIGALRM, self._alarm)
+
+    def _alarm(self, signum: int, frame: Any) -> None:
+        self._armed = False
+        (self.folder / HUNG_MARK).touch()
+        raise ExampleHung(self._current_limit)
+
+    def _limit_now(self) -> float | None:
+        if not self.limit:
+            return None
+        if (self.folder / HUNG_MARK).exists():
+            return min(self.limit, AFTER_HANG)
+        return self.limit
+
+    def start(self, nodeid: str) -> None:
+        """A new example of `nodeid` starts: forget the last one, arm the watchdog."""
+        self._count += 1
+        head = {"nodeid": nodeid, "example": self._count, "pid": os.getpid()}
+        limit = self._limit_now()
+        if limit:
+            head["limit"] = limit
+        os.ftruncate(self._example, 0)
+        os.pwrite(self._example, (json.dumps(head) + "\n").encode(), 0)
+        if limit:
+            self._current_limit = limit
+            faulthandler.dump_traceback_later(limit + GRACE, exit=True, file=self._hang)
+            if self._main:
+                signal.setitimer(signal.ITIMER_REAL, limit)
+            self._armed = True
+
+    def note(self, **entry: Any) -> None:
+        """Add to what the current example is known by (an input, a program)."""
+        os.write(self._example, (json.dumps(entry, default=repr) + "\n").encode())
+
+    def finish(self) -> None:
+        if self._armed:
+            if self._main:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            faulthandler.cancel_dump_traceback_later()
+            self._armed = False
+        self.note(finished=True)  # kept for the report; a crash now is not this example's
+
+    def close(self) -> None:
+        self.finish()
+        faulthandler.disable()
+        for fd in (self._example, self._fatal, self._hang):
+            os.close(fd)
+
+
+_RECORDER: list[Recorder] = []
+
+
+def install(folder: Path, name: str, limit: float | None) -> Recorder:
+    uninstall()
+    recorder = Recorder(folder, name, limit)
+    _RECORDER.append(recorder)
+    return recorder
+
+
+def uninstall() -> None:
+    while _RECORDER:
+        _RECORDER.pop().close()
+
+
+def note(**entry: Any) -> None:
+    """Record something about the running example (no-op outside a run)."""
+    if _RECORDER:
+        _RECORDER[0].note(**entry)
+
+
+@contextmanager
+def example(nodeid: str) -> Iterator[None]:
+    """Run one example under the recorder and the watchdog."""
+    if not _RECORDER:
+        yield
+        return
+    recorder = _RECORDER[0]
+    recorder.start(nodeid)
+    try:
+        yield
+    finally:
+        recorder.finish()
+
+
+def read_evidence(files: Files) -> dict[str, Any]:
+    """What a dead process left: the example it ran and how it ended.
+
+    Returns {"nodeid", "example" (its number), "entries" (what `note`
+    recorded), "between_examples", "how": "fatal"|"hang"|"killed", "detail"};
+    {} when it never started an example."""
+    lines = _read(files.example).splitlines()
+    if not lines:
+        return {}
+    try:
+        head = json.loads(lines[0])
+    except json.JSONDecodeError:
+        return {}
+    entries = []
+    for line in lines[1:]:
+        try:
+            entries.append(json.loads(line))
+        except json.JSONDecodeError:
+            break  # a line cut short by the crash
+    between = bool(entries) and entries[-1].get("finished", False)
+    entries = [e for e in entries if "finished" not in e]
+    hang, fatal = _read(files.hang), _read(files.fatal)
+    if hang.strip():
+        how, detail = "hang", hang
+    elif fatal.strip():
+        how, detail = "fatal", fatal
+    else:
+        how = "killed"
+        detail = (
+            "the process ended without a Python traceback: killed by a signal it cannot "
+            "catch (SIGKILL, for example from the kernel's out-of-memory killer) or exited"
+        )
+    return {
+        **head,
+        "entries": entries,
+        "between_examples": between,
+        "how": how,
+        "detail": detail.strip(),
+    }
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def current_entries() -> list[dict[str, Any]]:
+    """What this process recorded of the example that ran last."""
+    if not _RECORDER:
+        return []
+    found = read_evidence(_RECORDER[0].files)
+    return found.get("entries", [])
