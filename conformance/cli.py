@@ -1,8 +1,9 @@
 """`python -m conformance`: run the suite against the installed torch.
 
-Exit status: 0 every invariant held; 1 at least one was violated; 4 usage
-error (unknown device, dtype or profile, a requested device that is absent,
-no torch installed); 2 interrupted; 3 internal error; 5 nothing selected.
+Exit status: 0 every invariant held; 1 at least one was violated, or a test
+crashed or hung; 4 usage error (unknown device, dtype or profile, a requested
+device that is absent, no torch installed); 2 interrupted (Ctrl-C, SIGTERM,
+SIGHUP); 3 internal error (the suite's own code raised); 5 nothing selected.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ Other arguments go to pytest (-k, -x, -v, -n N, ...).
 
 exit status:
   0  every invariant held (skipped and known failures included)
-  1  at least one invariant was violated
-  2  interrupted
-  3  internal error
+  1  at least one invariant was violated, or a test crashed or hung
+  2  interrupted (Ctrl-C, SIGTERM, SIGHUP); the report is marked incomplete
+  3  internal error: the suite's own code raised (not torch)
   4  usage error: unknown device, dtype or profile; a requested device that is
      absent; a bad seed; no torch installed
   5  no test selected
@@ -52,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", default="auto", help="pytest-xdist workers (default: auto; 0 runs in-process)"
     )
     parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        help="seconds one example may run before it is reported hung (default 60; 0: no limit)",
+    )
+    parser.add_argument(
         "--list-invariants", action="store_true", help="print the catalogue and exit"
     )
     parser.add_argument(
@@ -66,6 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-report", action="store_true", help="write no report")
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--timeout takes seconds, got {text!r}") from None
+    if value < 0 or value != value:
+        raise argparse.ArgumentTypeError(f"--timeout must be 0 or more seconds, got {text!r}")
+    return value
 
 
 def list_invariants() -> None:
@@ -120,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         pytest_args += ["--report-dir", str(reports[0].parent), "--report-name", args.report_name]
     else:
         pytest_args.append("--no-report")
-    for option in ("devices", "dtypes", "profile", "seed", "invariants"):
+    for option in ("devices", "dtypes", "profile", "seed", "invariants", "timeout"):
         value = getattr(args, option)
         if value is not None:
             pytest_args += [f"--{option}", str(value)]

@@ -113,6 +113,8 @@ class Minimizer:
 
         assert self._deadline is not None
         hung = outcome.outcome == HUNG
+        if hung:  # a check would take the whole timeout: the chain stays as it ran
+            return
         timeout = HANG_CANDIDATE_TIMEOUT if hung else CANDIDATE_TIMEOUT
         what = _what(outcome)
         kind, _ = run_script(crash_script(program, what), timeout)
@@ -125,8 +127,6 @@ class Minimizer:
             )
             return
         fails: Callable[[str], bool] = lambda script: run_script(script, timeout)[0] == wanted  # noqa: E731
-        if hung:  # each candidate takes the whole timeout: keep the chain as it ran
-            return
         smaller, tried = minimize_crash(program, what, fails, self._deadline)
         if len(smaller.steps) < len(program.steps):
             outcome.repro = crash_script(smaller, what)

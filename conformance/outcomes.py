@@ -103,9 +103,9 @@ def _cell_status(invariant: str, tests: list[TestOutcome]) -> str:
         return XFAILED
     if any(t.outcome in ("passed", "failed", "error", "xpassed") for t in tests):
         return HELD
-    if tests:
+    if any(t.outcome not in UNFINISHED for t in tests):
         return SKIPPED
-    return NOT_RUN
+    return NOT_RUN  # only wide tests that did not finish: nothing known either way
 
 
 def table(outcomes: Iterable[TestOutcome]) -> dict[str, dict[str, Cell]]:

@@ -95,7 +95,8 @@ class Recorder:
         self.files = Files.of(folder, name)
         self.limit = limit
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        self._example = os.open(self.files.example, flags, 0o644)
+        # O_APPEND: after a truncation, every write lands at the new end
+        self._example = os.open(self.files.example, flags | os.O_APPEND, 0o644)
         self._fatal = os.open(self.files.fatal, flags, 0o644)
         self._hang = os.open(self.files.hang, flags, 0o644)
         self._count = 0
@@ -125,7 +126,7 @@ class Recorder:
         if limit:
             head["limit"] = limit
         os.ftruncate(self._example, 0)
-        os.pwrite(self._example, (json.dumps(head) + "\n").encode(), 0)
+        os.write(self._example, (json.dumps(head) + "\n").encode())
         if limit:
             self._current_limit = limit
             faulthandler.dump_traceback_later(limit + GRACE, exit=True, file=self._hang)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conformance import plugin as suite
-from conformance.outcomes import TestOutcome
+from conformance.outcomes import UNFINISHED, TestOutcome
 from reports.failures import crash_text, minimal_example, traceback_summary
 from reports.model import Record
 
@@ -44,6 +44,8 @@ def record_of(report: pytest.TestReport, category: str, roots: list[Path]) -> Re
         return Record(outcome, category, report.when, outcome.longrepr, crashed=True)
     outcome = suite.outcome_from_report(report)
     summary = ""
+    if outcome.outcome in UNFINISHED:  # its input is known: keep the outcome as it is
+        return Record(outcome, category, report.when, traceback_summary(report.longrepr))
     if report.failed:
         summary = traceback_summary(report.longrepr)
         if not outcome.example:

@@ -12,14 +12,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.invariants import CATALOGUE
-from conformance.outcomes import NOT_RUN, Cell, TestOutcome, overall, summary, table
+from conformance.outcomes import (
+    NOT_RUN,
+    UNFINISHED,
+    Cell,
+    TestOutcome,
+    overall,
+    summary,
+    table,
+    tests_line,
+    unfinished,
+)
 from reports import FORMAT, SCHEMA_VERSION
 from strategies.dtypes import DTYPES
 
 # pytest's order in its summary line; other categories (from other plugins)
 # follow in the order they appear.
 _CATEGORY_ORDER = ("failed", "passed", "skipped", "xfailed", "xpassed", "error")
-_FAILED = ("failed", "error")
+_FAILED = ("failed", "error", *UNFINISHED)
 
 
 @dataclass
@@ -100,14 +110,41 @@ def _invariant(inv, by_device: dict[str, Cell], records: list[Record], torch: st
         "dtypes": _by_dtype(dict(dtypes)),
         "devices": {device: _cell(cell) for device, cell in sorted(by_device.items())},
         "failures": failures,
+        # focused tests of this rule that crashed, hung or hit an internal error
+        "unfinished": sorted(
+            {r.outcome.nodeid for r in records if inv.id in r.outcome.unfinished_on}
+        ),
     }
 
 
-def summary_line(status_counts: dict[str, int], torch: str) -> str:
-    """The run in one line: "51 invariants: 49 held, 1 violated, 1 skipped on torch 2.13.0"."""
+def _unfinished(record: Record) -> dict[str, Any]:
+    """A test that crashed, hung or hit an internal error: what it ran, a
+    repro, and what happened."""
+    t = record.outcome
+    problem = t.problem
+    return {
+        "nodeid": t.nodeid,
+        "status": t.outcome,
+        "device": t.device,
+        "invariants": list(t.invariants),
+        "message": t.message,
+        "detail": problem.get("detail", ""),
+        "example": t.example,
+        "repro": t.repro,
+        "repro_note": problem.get("repro_note", ""),
+        "minimized": problem.get("minimized", ""),
+        "traceback": problem.get("traceback", "") or record.traceback,
+        "when": record.when,
+    }
+
+
+def summary_line(status_counts: dict[str, int], torch: str, tests: str = "") -> str:
+    """The run in one line: "51 invariants: 49 held, 1 violated, 1 skipped on torch 2.13.0",
+    then the tests that did not finish: "; tests: 1 crashed (test_x[cpu])"."""
     total = sum(status_counts.values())
     parts = [f"{n} {status}" for status, n in status_counts.items() if n]
-    return f"{total} invariants: {', '.join(parts) or 'none'} on torch {torch}"
+    line = f"{total} invariants: {', '.join(parts) or 'none'} on torch {torch}"
+    return f"{line}; {tests}" if tests else line
 
 
 def _test(record: Record) -> dict[str, Any]:
@@ -119,6 +156,7 @@ def _test(record: Record) -> dict[str, Any]:
         "device": t.device,
         "invariants": list(t.invariants),
         "violated": list(t.broken),
+        "status": t.outcome,
         "message": t.message,
         "crashed": record.crashed,
         "examples": t.coverage.get("examples", 0),
@@ -140,9 +178,12 @@ def build_report(
     """The JSON document of one run."""
     torch = build["torch"]
     records = list(records)
-    cells = table(merged(records).values())
+    outcomes = merged(records)
+    cells = table(outcomes.values())
     status_counts = summary(cells)
+    by_status = unfinished(outcomes.values())
     seen = {r.outcome.nodeid for r in records}
+    unfinished_records = [r for r in records if r.outcome.outcome in UNFINISHED]
     return {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
@@ -152,9 +193,10 @@ def build_report(
         "build": build,
         "run": run,
         "summary": {
-            "text": summary_line(status_counts, torch),
+            "text": summary_line(status_counts, torch, tests_line(by_status)),
             "invariants": sum(status_counts.values()),
             **status_counts,
+            "tests": {status: len(tests) for status, tests in by_status.items()},
         },
         "counts": counts(records),
         "collected": None if collected is None else len(collected),
@@ -163,6 +205,8 @@ def build_report(
             inv.id: _invariant(inv, cells.get(inv.id, {}), records, torch) for inv in CATALOGUE
         },
         "tests": [_test(r) for r in records],
+        # tests that crashed, hung or hit an internal error, each with its input and repro
+        "unfinished": [_unfinished(r) for r in unfinished_records],
     }
 
 

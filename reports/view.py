@@ -7,9 +7,19 @@ import re
 from itertools import groupby
 from typing import Any
 
-from conformance.outcomes import HELD, NOT_RUN, SKIPPED, VIOLATED, XFAILED
+from conformance.outcomes import (
+    CRASHED,
+    HELD,
+    HUNG,
+    INTERNAL,
+    NOT_RUN,
+    SKIPPED,
+    UNFINISHED,
+    VIOLATED,
+    XFAILED,
+)
 
-STATUSES = (HELD, VIOLATED, SKIPPED, XFAILED, NOT_RUN)
+STATUSES = (HELD, VIOLATED, CRASHED, HUNG, INTERNAL, SKIPPED, XFAILED, NOT_RUN)
 
 
 def status_class(status: str) -> str:
@@ -69,6 +79,10 @@ def families(invariants: list[dict[str, Any]]) -> list[tuple[str, list[dict[str,
 def overall_class(report: dict[str, Any]) -> str:
     if report["summary"].get(VIOLATED):
         return status_class(VIOLATED)
+    tests = report["summary"].get("tests", {})
+    for status in UNFINISHED:
+        if tests.get(status):
+            return status_class(status)
     if not report.get("complete", True):
         return "st-incomplete"
     return status_class(HELD)

@@ -39,7 +39,7 @@ def plant(name: str, breaks: str, what: str):
 
 
 def install(name: str) -> None:
-    PLANTS[name].install()
+    (PLANTS.get(name) or PLANTS_PROBLEMS[name]).install()
 
 
 # --- helpers -----------------------------------------------------------------
@@ -1435,3 +1435,150 @@ def _():
         return requires_grad_
 
     _replace("requires_grad_", make)
+
+
+# --- crashes, hangs and the suite's own errors (issue 13, issue 9 item 4) ------
+# These break no rule: they take the process down, hang, or break the suite's
+# own code, each only for some inputs. `breaks` names the test that must
+# report it (crashed, hung or internal error), which is what the project's
+# tests check (tests/test_crashes.py); PROBLEM_PLANTS maps each to the
+# status it must get. None is in the every-invariant-has-a-plant check.
+
+PROBLEM_PLANTS: dict[str, str] = {}
+
+
+def problem_plant(name: str, status: str, what: str):
+    def register(install: Callable[[], None]) -> Callable[[], None]:
+        PROBLEM_PLANTS[name] = status
+        PLANTS_PROBLEMS[name] = Plant(name, "", what, install)
+        return install
+
+    return register
+
+
+# Kept apart from PLANTS, whose every entry must break an invariant.
+PLANTS_PROBLEMS: dict[str, Plant] = {}
+
+
+def _rank3_detach(action: Callable[[], None]) -> None:
+    """Tensor.detach does `action` on tensors of rank >= 3, as a build whose
+    kernel breaks on some shapes only."""
+
+    def make(orig):
+        def detach(self):
+            if self.dim() >= 3:
+                action()
+            return orig(self)
+
+        return detach
+
+    _replace("detach", make)
+
+
+def _segfault() -> None:
+    import ctypes
+
+    ctypes.string_at(0)  # reads address 0: SIGSEGV
+
+
+def _abort() -> None:
+    import os
+
+    os.abort()  # SIGABRT, as a failed C++ assertion
+
+
+def _oom_killed() -> None:
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)  # what the kernel's out-of-memory killer does
+
+
+def _spin() -> None:
+    while True:  # an endless loop that returns to Python: SIGALRM can stop it
+        pass
+
+
+def _stuck() -> None:
+    import signal
+    import time
+
+    # A hang the in-process stage cannot stop (as a loop in C would be): the
+    # alarm stays pending, so only the watchdog's last stage ends it.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    while True:
+        time.sleep(0.05)
+
+
+def _exhaust_memory() -> None:
+    import resource
+
+    torch = _torch()
+    # Bound the address space first, so that the machine survives: the
+    # allocation fails at the bound instead of taking the machine's memory.
+    with open("/proc/self/statm") as statm:
+        used = int(statm.read().split()[0]) * resource.getpagesize()
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (used + (512 << 20), hard))
+    try:
+        torch.ones(1 << 33, dtype=torch.uint8)  # 8 GiB
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+@problem_plant("segfault@rank3", "crashed", "detach reads address 0 on rank >= 3 tensors")
+def _():
+    _rank3_detach(_segfault)
+
+
+@problem_plant("abort@rank3", "crashed", "detach calls abort() on rank >= 3 tensors")
+def _():
+    _rank3_detach(_abort)
+
+
+@problem_plant("oom_killed@rank3", "crashed", "detach's process is SIGKILLed on rank >= 3")
+def _():
+    _rank3_detach(_oom_killed)
+
+
+@problem_plant("out_of_memory@rank3", "crashed", "detach exhausts memory on rank >= 3 tensors")
+def _():
+    _rank3_detach(_exhaust_memory)
+
+
+@problem_plant("hang@rank3", "hung", "detach loops forever on rank >= 3 tensors")
+def _():
+    _rank3_detach(_spin)
+
+
+@problem_plant("stuck@rank3", "hung", "detach hangs beyond SIGALRM's reach on rank >= 3")
+def _():
+    _rank3_detach(_stuck)
+
+
+@problem_plant(
+    "oracle_right_shift", "internal error", "the reference model's add raises NumPy's TypeError"
+)
+def _():
+    import dataclasses
+
+    from oracle import OPS
+
+    def broken(*args, **kwargs):
+        raise TypeError("ufunc 'right_shift' not supported for the input types")
+
+    OPS["add"] = dataclasses.replace(OPS["add"], fwd=broken)
+
+
+@problem_plant("strategy_raises@rank3", "internal error", "drawing a rank >= 3 tensor raises")
+def _():
+    import strategies.tensors
+
+    original = strategies.tensors.build_case
+
+    def build_case(root_values, *args, **kwargs):
+        if root_values.ndim >= 3:
+            raise TypeError("ufunc 'right_shift' not supported for the input types")
+        return original(root_values, *args, **kwargs)
+
+    strategies.tensors.build_case = build_case
