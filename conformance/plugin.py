@@ -585,8 +585,8 @@ def _headline(how: str, detail: str, text: str) -> str:
     lines = [line.strip() for line in detail.splitlines() if line.strip()]
     if how == "fatal" and lines:
         return lines[0]  # "Fatal Python error: Segmentation fault"
-    if how == "hang" and lines:
-        return f"the watchdog ended the worker ({lines[0]})"
+    if how == "hang":
+        return "the example did not stop at the time limit; the watchdog ended the worker"
     return text.strip().splitlines()[0] if text.strip() else "the worker died"
 
 

@@ -1460,6 +1460,23 @@ def problem_plant(name: str, status: str, what: str):
 PLANTS_PROBLEMS: dict[str, Plant] = {}
 
 
+def _suite_module(name: str):
+    """A module of the suite itself; tests/ is first on sys.path when
+    sitecustomize installs a plant, and tests/oracle would shadow oracle/."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parent.parent)
+    tests = str(Path(__file__).resolve().parent)
+    saved = list(sys.path)
+    sys.path[:] = [root] + [p for p in sys.path if p not in (tests, root)]
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path[:] = saved
+
+
 def _rank3_detach(action: Callable[[], None]) -> None:
     """Tensor.detach does `action` on tensors of rank >= 3, as a build whose
     kernel breaks on some shapes only."""
@@ -1503,9 +1520,10 @@ def _stuck() -> None:
     import signal
     import time
 
-    # A hang the in-process stage cannot stop (as a loop in C would be): the
-    # alarm stays pending, so only the watchdog's last stage ends it.
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    # A hang the in-process stage cannot stop (as a loop in C that never
+    # returns to Python): the alarm is ignored, so only the watchdog's last
+    # stage ends it.
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
     while True:
         time.sleep(0.05)
 
@@ -1562,7 +1580,7 @@ def _():
 def _():
     import dataclasses
 
-    from oracle import OPS
+    OPS = _suite_module("oracle").OPS
 
     def broken(*args, **kwargs):
         raise TypeError("ufunc 'right_shift' not supported for the input types")
@@ -1572,13 +1590,12 @@ def _():
 
 @problem_plant("strategy_raises@rank3", "internal error", "drawing a rank >= 3 tensor raises")
 def _():
-    import strategies.tensors
-
-    original = strategies.tensors.build_case
+    tensors = _suite_module("strategies.tensors")
+    original = tensors.build_case
 
     def build_case(root_values, *args, **kwargs):
         if root_values.ndim >= 3:
             raise TypeError("ufunc 'right_shift' not supported for the input types")
         return original(root_values, *args, **kwargs)
 
-    strategies.tensors.build_case = build_case
+    tensors.build_case = build_case
