@@ -66,12 +66,10 @@ def _listing(program, step: int | None) -> list[str]:
     return lines
 
 
-def inputs_script(entries: list[dict[str, Any]], nodeid: str) -> str:
-    """torch code that builds a property test's drawn tensors (no program)."""
-    sources = [e["source"] for e in entries if e.get("source")]
-    if not sources:
-        return ""
-    return "\n".join(["import torch", "", *sources]) + "\n"
+def choices_of(entries: list[dict[str, Any]]) -> str:
+    """The Hypothesis choices recorded at the last draw ("" if none)."""
+    recorded = [e["choices"] for e in entries if e.get("choices")]
+    return recorded[-1] if recorded else ""
 
 
 def repro_for(outcome: TestOutcome, entries: list[dict[str, Any]]) -> tuple[str, Any]:
@@ -102,11 +100,14 @@ class Minimizer:
         self._lock = threading.Lock()
 
     def submit(self, outcome: TestOutcome, program: Any) -> None:
+        self._submit(self._minimize, outcome, program)
+
+    def _submit(self, job: Callable, *args: Any) -> None:
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="conformance-minimize")
                 self._deadline = time.monotonic() + self.budget
-            self._jobs.append(self._pool.submit(self._minimize, outcome, program))
+            self._jobs.append(self._pool.submit(job, *args))
 
     def _minimize(self, outcome: TestOutcome, program: Any) -> None:
         from conformance.differential.crash_repro import crash_script, minimize_crash, run_script
@@ -134,6 +135,42 @@ class Minimizer:
                 f"from {len(program.steps)} to {len(smaller.steps)} steps, {tried} candidates run"
             )
 
+    def submit_replay(
+        self, outcome: TestOutcome, context: dict, entries: list, limit: float | None
+    ) -> None:
+        """Replay a property test's example in a fresh process under a trace
+        of its torch calls (conformance.replay): the calls up to the one that
+        crashed or hung become the repro script."""
+        self._submit(self._replay, outcome, context, entries, limit)
+
+    def _replay(self, outcome: TestOutcome, context: dict, entries: list, limit) -> None:
+        from conformance.differential.crash_repro import run_script
+        from conformance.replay import replay_script, sliced
+
+        hung = outcome.outcome == HUNG
+        timeout = min(limit or HANG_CANDIDATE_TIMEOUT, HANG_CANDIDATE_TIMEOUT) if hung else None
+        found = replay_script(context, choices_of(entries), timeout or CANDIDATE_TIMEOUT)
+        if found is None:
+            return
+        how, lines = found
+        wanted = HUNG if hung else CRASHED
+        if how != wanted:
+            outcome.problem["repro_note"] = (
+                f"no repro: the example, replayed on its own, {_ended(how)}; what failed "
+                "depends on state outside it"
+            )
+            return
+        kept = sliced(lines)
+        script = _script(outcome, kept)
+        outcome.repro = script
+        outcome.problem["repro_note"] = (
+            f"the torch calls the example made, up to the one that {wanted} "
+            f"({len(kept)} of {len(lines)} lines kept)"
+        )
+        if not hung and time.monotonic() < (self._deadline or 0):
+            kind, _ = run_script(script, CANDIDATE_TIMEOUT)
+            outcome.problem["repro_checked"] = kind == wanted
+
     def wait(self, seconds: float) -> None:
         """Join the jobs for at most `seconds`; the rest keep their first script."""
         end = time.monotonic() + seconds
@@ -144,3 +181,23 @@ class Minimizer:
                 continue
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _ended(how: str) -> str:
+    if how.startswith("error"):
+        return "raised an " + how
+    return {"ok": "ran to its end"}.get(how, how)
+
+
+def _script(outcome: TestOutcome, lines: list[str]) -> str:
+    head = [
+        f'"""Repro: {_what(outcome)}',
+        "",
+        "Made by torch-conformance by replaying the example and writing down the",
+        "torch calls it made. It imports only torch and checks nothing: on a sound",
+        "build it prints 'ok'; on the build that failed, the last call never returns.",
+        '"""',
+        "import torch",
+        "",
+    ]
+    return "\n".join([*head, *lines, "print('ok: every call returned')"]) + "\n"

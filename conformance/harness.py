@@ -86,10 +86,16 @@ class Example:
             if isinstance(value, Program):  # rendered only if it crashes
                 watch.note(draw=label, program=_packed(value))
             elif isinstance(value, TensorCase):
-                watch.note(draw=label, value=repr(value), source=value.source(_name(label)))
+                watch.note(draw=label, value=repr(value), choices=self._choices())
             else:
-                watch.note(draw=label, value=repr(value))
+                watch.note(draw=label, value=repr(value), choices=self._choices())
         return value
+
+    def _choices(self) -> str:
+        """The Hypothesis choices drawn so far: conformance.replay runs the
+        example again from them, up to the point where it crashed."""
+        made = getattr(getattr(self.data, "conjecture_data", None), "choices", ())
+        return base64.b64encode(pickle.dumps(tuple(made))).decode()
 
     def record(self, dtype: str) -> None:
         LAST_EXAMPLE_DTYPES.add(dtype)

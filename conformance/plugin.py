@@ -364,9 +364,10 @@ def pytest_runtest_call(item: pytest.Item):
             yield
         return
     inner = hypothesis.inner_test
+    context = _replay_context(item)
 
     def each_example(*args, **kwargs):
-        with watch.example(item.nodeid):
+        with watch.example(item.nodeid, context):
             try:
                 return inner(*args, **kwargs)
             except Exception as error:
@@ -421,22 +422,34 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                 break
 
 
+def _replay_context(item: pytest.Item) -> dict:
+    """What conformance.replay needs to run one example of this test again."""
+    selection = item.config.stash[_SELECTION]
+    params = dict(getattr(getattr(item, "callspec", None), "params", {}))
+    return {
+        "test": f"{item.module.__name__}::{item.obj.__name__}",
+        "params": {k: v for k, v in params.items() if isinstance(v, str | int | float)},
+        "selection": {
+            "devices": item.config.getoption("devices"),
+            "dtypes": item.config.getoption("dtypes"),
+            "profile": selection.profile,
+            "seed": selection.seed,
+        },
+    }
+
+
 def _problem(error: BaseException) -> dict | None:
     """A test that did not finish in this process: it hung, torch ran out of
     memory, or the suite's own code raised. None for anything else."""
-    entries = watch.current_entries()
+    found = watch.current_evidence()
+    kept = {"entries": found.get("entries", []), "context": found.get("context")}
     internal = internal_error_in(error)
     if internal is not None:
-        return {
-            "status": INTERNAL,
-            "detail": str(internal),
-            "traceback": internal.original,
-            "entries": entries,
-        }
+        return {"status": INTERNAL, "detail": str(internal), "traceback": internal.original, **kept}
     if isinstance(error, watch.ExampleHung):
-        return {"status": HUNG, "detail": f"{error} (stopped in-process)", "entries": entries}
+        return {"status": HUNG, "detail": f"{error} (stopped in-process)", **kept}
     if isinstance(error, watch.ExampleCrashed):
-        return {"status": CRASHED, "detail": str(error), "entries": entries}
+        return {"status": CRASHED, "detail": str(error), **kept}
     return None
 
 
@@ -513,6 +526,7 @@ def _unfinished_outcome(report: pytest.TestReport, props: dict, problem: dict) -
     """A test that crashed, hung or hit an internal error, with the example
     it was running: against the test, never a violation of its rules."""
     entries = problem.pop("entries", [])
+    context = problem.pop("context", None)
     status = problem["status"]
     detail = problem.get("detail", "")
     first = next((line for line in detail.splitlines() if line.strip()), status)
@@ -532,10 +546,9 @@ def _unfinished_outcome(report: pytest.TestReport, props: dict, problem: dict) -
         outcome.repro, program = evidence.repro_for(outcome, entries)
         if program is not None:
             _MINIMIZER.submit(outcome, program)
-        elif not outcome.repro:
-            outcome.repro = evidence.inputs_script(entries, report.nodeid)
-            if outcome.repro:
-                problem["repro_note"] = "this script builds the inputs the test drew"
+        elif context and evidence.choices_of(entries):
+            problem["repro_note"] = "no repro: replaying the example did not finish in time"
+            _MINIMIZER.submit_replay(outcome, context, entries, _CONFIG[0].getoption("timeout"))
     return outcome
 
 
@@ -574,11 +587,18 @@ def crash_outcome(report: pytest.TestReport, roots: list[Path]) -> TestOutcome:
     report.user_properties = [
         ("invariants", list(invariants)),
         ("device", device_of(report.nodeid)),
-        ("problem", {**problem, "entries": found.get("entries", [])}),
+        (
+            "problem",
+            {**problem, "entries": found.get("entries", []), "context": found.get("context")},
+        ),
     ]
     outcome = outcome_from_report(report)
     outcome.message = f"{status}: {_headline(how, detail, text)}"
     return outcome
+
+
+def _context(found: dict) -> dict:
+    return {"context": found["context"]} if found.get("context") else {}
 
 
 def _headline(how: str, detail: str, text: str) -> str:

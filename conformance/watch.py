@@ -118,10 +118,12 @@ class Recorder:
             return min(self.limit, AFTER_HANG)
         return self.limit
 
-    def start(self, nodeid: str) -> None:
-        """A new example of `nodeid` starts: forget the last one, arm the watchdog."""
+    def start(self, nodeid: str, context: dict[str, Any] | None = None) -> None:
+        """A new example of `nodeid` starts: forget the last one, arm the
+        watchdog. `context`: what a replay of the example needs."""
         self._count += 1
         head = {"nodeid": nodeid, "example": self._count, "pid": os.getpid()}
+        head |= {"context": context} if context else {}
         limit = self._limit_now()
         if limit:
             head["limit"] = limit
@@ -175,13 +177,13 @@ def note(**entry: Any) -> None:
 
 
 @contextmanager
-def example(nodeid: str) -> Iterator[None]:
+def example(nodeid: str, context: dict[str, Any] | None = None) -> Iterator[None]:
     """Run one example under the recorder and the watchdog."""
     if not _RECORDER:
         yield
         return
     recorder = _RECORDER[0]
-    recorder.start(nodeid)
+    recorder.start(nodeid, context)
     try:
         yield
     finally:
@@ -236,9 +238,6 @@ def _read(path: Path) -> str:
         return ""
 
 
-def current_entries() -> list[dict[str, Any]]:
+def current_evidence() -> dict[str, Any]:
     """What this process recorded of the example that ran last."""
-    if not _RECORDER:
-        return []
-    found = read_evidence(_RECORDER[0].files)
-    return found.get("entries", [])
+    return read_evidence(_RECORDER[0].files) if _RECORDER else {}

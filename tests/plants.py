@@ -1479,10 +1479,15 @@ def _suite_module(name: str):
 
 def _rank3_detach(action: Callable[[], None]) -> None:
     """Tensor.detach does `action` on tensors of rank >= 3, as a build whose
-    kernel breaks on some shapes only."""
+    kernel breaks on some shapes only. Like torch's own methods written in
+    Python, it honours __torch_function__ first: the break is below it, where
+    a kernel's would be."""
+    torch = _torch()
 
     def make(orig):
         def detach(self):
+            if torch.overrides.has_torch_function_unary(self):
+                return torch.overrides.handle_torch_function(detach, (self,), self)
             if self.dim() >= 3:
                 action()
             return orig(self)

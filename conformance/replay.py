@@ -1,0 +1,256 @@
+"""Replay one example of a property test in a fresh process, writing every
+torch call it makes as torch code, so that a crash or hang there becomes a
+standalone script.
+
+    python -m conformance.replay EVIDENCE.json LOG
+
+EVIDENCE holds the test's node ID, device and the Hypothesis choices its
+draws consumed (recorded before the example ran); LOG receives, one line
+each, the code that builds each drawn tensor and then each torch call, as
+it starts: when the process dies, the last line is the call that killed it.
+
+Calls are seen through a TorchFunctionMode, at the level where torch hands
+an op to its kernels: whatever crashes below that (C++ kernels, a backend)
+is in the script.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pickle
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+# Attribute reads the tests make all the time and that never crash alone.
+_QUIET = {"dim", "numel", "size", "stride", "is_floating_point", "is_complex", "data_ptr"}
+
+
+class Tracer(TorchFunctionMode):
+    """Writes each torch call as a line of code before running it."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self.fd = fd
+        self.names: dict[int, str] = {}
+        self.keep: list[Any] = []  # the named objects stay alive, so ids stay theirs
+        self.count = 0
+
+    def name(self, obj: Any, name: str) -> None:
+        self.names[id(obj)] = name
+        self.keep.append(obj)
+
+    def write(self, line: str) -> None:
+        os.write(self.fd, (json.dumps(line) + "\n").encode())
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        call = self.render(func, args, kwargs)
+        if call is not None:
+            result_name = f"v{self.count}"
+            self.count += 1
+            prefix = "" if call.startswith(("del ", "#")) else f"{result_name} = "
+            mode = []
+            if not torch.is_grad_enabled():
+                mode.append("torch.no_grad()")
+            if torch.is_inference_mode_enabled():
+                mode.append("torch.inference_mode()")
+            line = f"{prefix}{call}"
+            if mode:
+                line = f"with {', '.join(mode)}:\n    {line}"
+            self.write(line)
+        result = func(*args, **kwargs)
+        if call is not None:
+            self._name_result(result, result_name)
+        return result
+
+    def _name_result(self, result: Any, name: str) -> None:
+        if isinstance(result, torch.Tensor) and id(result) not in self.names:
+            self.name(result, name)
+        elif isinstance(result, tuple | list):
+            for i, item in enumerate(result):
+                if isinstance(item, torch.Tensor) and id(item) not in self.names:
+                    self.name(item, f"{name}[{i}]")
+
+    def render(self, func: Any, args: tuple, kwargs: dict) -> str | None:
+        name = getattr(func, "__name__", "")
+        if name in ("__get__", "__set__", "__delete__"):
+            attribute = getattr(getattr(func, "__self__", None), "__name__", "?")
+            if name == "__get__":
+                return None if attribute in _QUIET else f"{self.arg(args[0])}.{attribute}"
+            if name == "__set__":
+                return f"setattr({self.arg(args[0])}, {attribute!r}, {self.arg(args[1])})"
+            return f"del {self.arg(args[0])}.{attribute}"
+        if name in _QUIET or name.startswith("__") and name in ("__repr__", "__format__"):
+            return None
+        if (
+            getattr(torch.Tensor, name, None) is func
+            or getattr(torch._C.TensorBase, name, None) is func
+        ):
+            head = f"torch.Tensor.{name}"
+        elif getattr(torch, name, None) is func:
+            head = f"torch.{name}"
+        elif getattr(torch.nn.functional, name, None) is func:
+            head = f"torch.nn.functional.{name}"
+        else:
+            module = getattr(func, "__module__", "") or ""
+            head = f"{module}.{name}" if module.startswith("torch") else None
+            if head is None:
+                return f"# a call torch-conformance cannot write out: {func!r}"
+        parts = [self.arg(a) for a in args]
+        parts += [f"{k}={self.arg(v)}" for k, v in kwargs.items()]
+        return f"{head}({', '.join(parts)})"
+
+    def arg(self, value: Any) -> str:
+        if isinstance(value, torch.Tensor):
+            known = self.names.get(id(value))
+            if known is not None:
+                return known
+            return _materialized(value)
+        if isinstance(value, torch.dtype):
+            return str(value)
+        if isinstance(value, torch.device):
+            return f"torch.device({str(value)!r})"
+        if isinstance(value, torch.Size):
+            return repr(tuple(value))
+        if isinstance(value, tuple):
+            inner = ", ".join(self.arg(v) for v in value)
+            return f"({inner},)" if len(value) == 1 else f"({inner})"
+        if isinstance(value, list):
+            return "[" + ", ".join(self.arg(v) for v in value) + "]"
+        if isinstance(value, slice):
+            return f"slice({value.start!r}, {value.stop!r}, {value.step!r})"
+        if value is Ellipsis:
+            return "..."
+        if isinstance(value, float) and value != value:
+            return "float('nan')"
+        if isinstance(value, float) and value in (float("inf"), float("-inf")):
+            return f"float({str(value)!r})"
+        return repr(value)
+
+
+def _materialized(tensor: torch.Tensor) -> str:
+    """A tensor the trace did not see made: its values (not its memory)."""
+    with torch._C.DisableTorchFunction():
+        values = tensor.detach().cpu().tolist()
+    return f"torch.tensor({values!r}, dtype={tensor.dtype}, device={str(tensor.device)!r})"
+
+
+def _input_source(label: str, case: Any, names: set[str]) -> tuple[str, str]:
+    """torch code for a drawn TensorCase under a fresh name; (name, code)."""
+    from conformance.harness import _name
+
+    base = _name(label)
+    name, n = base, 1
+    while name in names:
+        n += 1
+        name = f"{base}_{n}"
+    names.add(name)
+    return name, case.source(name).replace("root", f"{name}_root")
+
+
+def main(argv: list[str]) -> int:
+    evidence_path, log_path = argv
+    evidence = json.loads(Path(evidence_path).read_text())
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+    tracer = Tracer(fd)
+    choices = pickle.loads(base64.b64decode(evidence["choices"]))
+
+    import importlib
+
+    from hypothesis.control import BuildContext
+    from hypothesis.internal.conjecture.data import ConjectureData
+    from hypothesis.strategies._internal.core import DataObject
+
+    from conformance import harness
+    from conformance.selection import select, set_current
+    from strategies.tensors import TensorCase
+
+    set_current(select(**evidence["selection"]))
+    module_name, _, function = evidence["test"].partition("::")
+    test = getattr(importlib.import_module(module_name), function)
+    names: set[str] = set()
+    draw = harness.Example.draw
+
+    def traced_draw(self, strategy, label):  # inputs are built outside the trace
+        with torch._C.DisableTorchFunction():
+            value = draw(self, strategy, label)
+        if isinstance(value, TensorCase):
+            name, source = _input_source(label, value, names)
+            tracer.write(source)
+            tracer.name(value.tensor, name)
+            if value.root is not None and value.root is not value.tensor:
+                tracer.name(value.root, f"{name}_root")
+        return value
+
+    harness.Example.draw = traced_draw
+    conjecture = ConjectureData.for_choices(choices)
+    data = DataObject(conjecture)
+    with BuildContext(conjecture, is_final=True, wrapped_test=test), tracer:
+        test.hypothesis.inner_test(**evidence["params"], data=data)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+
+
+def replay_script(context: dict, choices: str, timeout: float) -> tuple[str, list[str]] | None:
+    """Run the replay in a fresh interpreter (with this one's sys.path): how
+    it ended ("crashed", "hung", "ok", "error") and the lines it wrote."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        evidence, log = Path(folder) / "evidence.json", Path(folder) / "calls.log"
+        evidence.write_text(json.dumps({**context, "choices": choices}))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "conformance.replay", str(evidence), str(log)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+            if done.returncode < 0:
+                how = "crashed"
+            elif done.returncode == 0:
+                how = "ok"
+            else:
+                out_of_memory = "out of memory" in done.stderr or "allocate memory" in done.stderr
+                last = (done.stderr.strip().splitlines() or [""])[-1]
+                how = "crashed" if out_of_memory else f"error ({last[:300]})"
+        except subprocess.TimeoutExpired:
+            how = "hung"
+        if not log.exists():
+            return None
+        lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return how, lines
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WRITES = re.compile(r"\.[a-z]\w*_\(|setattr\(")
+
+
+def sliced(lines: list[str]) -> list[str]:
+    """The last line, and the lines that made what it uses, transitively."""
+    if not lines:
+        return lines
+    defines = [set(re.findall(r"^\s*([A-Za-z_]\w*) = ", line, re.M)) for line in lines]
+    needed = set(_NAME.findall(lines[-1]))
+    keep = [len(lines) - 1]
+    for i in range(len(lines) - 2, -1, -1):
+        mentions = set(_NAME.findall(lines[i]))
+        # what made a name it uses, and what wrote into one in place
+        writes = bool(_WRITES.search(lines[i])) and bool(mentions & needed)
+        if defines[i] & needed or writes:
+            keep.append(i)
+            needed |= mentions
+    return [lines[i] for i in sorted(keep)]
