@@ -148,8 +148,10 @@ class Minimizer:
         from conformance.replay import replay_script, sliced
 
         hung = outcome.outcome == HUNG
-        timeout = min(limit or HANG_CANDIDATE_TIMEOUT, HANG_CANDIDATE_TIMEOUT) if hung else None
-        found = replay_script(context, choices_of(entries), timeout or CANDIDATE_TIMEOUT)
+        hang_after = min(limit or HANG_CANDIDATE_TIMEOUT, HANG_CANDIDATE_TIMEOUT) if hung else None
+        found = replay_script(
+            context, choices_of(entries), CANDIDATE_TIMEOUT + (hang_after or 0), hang_after
+        )
         if found is None:
             return
         how, lines = found

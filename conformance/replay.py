@@ -192,6 +192,10 @@ def main(argv: list[str]) -> int:
     harness.Example.draw = traced_draw
     conjecture = ConjectureData.for_choices(choices)
     data = DataObject(conjecture)
+    if evidence.get("hang_after"):  # the example itself, not the imports, is timed
+        import faulthandler
+
+        faulthandler.dump_traceback_later(evidence["hang_after"], exit=True)
     with BuildContext(conjecture, is_final=True, wrapped_test=test), tracer:
         test.hypothesis.inner_test(**evidence["params"], data=data)
     return 0
@@ -201,15 +205,18 @@ if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
 
 
-def replay_script(context: dict, choices: str, timeout: float) -> tuple[str, list[str]] | None:
+def replay_script(
+    context: dict, choices: str, timeout: float, hang_after: float | None = None
+) -> tuple[str, list[str]] | None:
     """Run the replay in a fresh interpreter (with this one's sys.path): how
-    it ended ("crashed", "hung", "ok", "error") and the lines it wrote."""
+    it ended ("crashed", "hung", "ok", "error ...") and the lines it wrote.
+    `hang_after`: seconds the example may run before it counts as hung."""
     import subprocess
     import tempfile
 
     with tempfile.TemporaryDirectory() as folder:
         evidence, log = Path(folder) / "evidence.json", Path(folder) / "calls.log"
-        evidence.write_text(json.dumps({**context, "choices": choices}))
+        evidence.write_text(json.dumps({**context, "choices": choices, "hang_after": hang_after}))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         try:
             done = subprocess.run(
@@ -221,6 +228,8 @@ def replay_script(context: dict, choices: str, timeout: float) -> tuple[str, lis
             )
             if done.returncode < 0:
                 how = "crashed"
+            elif hang_after and "Timeout (" in done.stderr:
+                how = "hung"
             elif done.returncode == 0:
                 how = "ok"
             else:

@@ -134,7 +134,8 @@ class ReportWriter:
             run=run,
             complete=reason is None,
             incomplete_reason=reason,
-            exit_status=int(exitstatus),
+            # as the run ends: the suite may have changed it (an internal error is 3)
+            exit_status=int(session.exitstatus),
             collected=self.collected,
         )
         json_path, html_path = report_paths(self.config)
