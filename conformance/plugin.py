@@ -13,7 +13,7 @@ import pytest
 import torch
 from hypothesis import Phase, settings
 
-from conformance import harness, known_failures
+from conformance import harness, known_failures, not_in_build
 from conformance.check import InvariantViolation
 from conformance.invariants import INVARIANTS
 from conformance.known_failures import KnownFailure
@@ -426,6 +426,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
                 write(f"VIOLATED {invariant} [{device}]: {first.message}", red=True)
     parts = [f"{n} {status}" for status, n in counts.items() if n]
     write("invariants: " + ", ".join(parts), bold=True)
+    for line in not_in_build.lines(not_in_build.tally(OUTCOMES.values())):
+        write(line, yellow=True)
     differential = [t for t in OUTCOMES.values() if t.coverage.get("steps")]
     if differential:
         steps = sum(t.coverage["steps"] for t in differential)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from conformance import build
+
 
 @dataclass(frozen=True)
 class Write:
@@ -52,23 +54,36 @@ WRITES: tuple[Write, ...] = (
 )
 
 
-def _fitting(table: tuple[Write, ...], dtype: str, overlapping: bool) -> tuple[Write, ...]:
+def _fitting(
+    table: tuple[Write, ...], dtype: str, overlapping: bool, device: str | None
+) -> tuple[Write, ...]:
     from strategies.dtypes import DTYPES  # noqa: I001
 
     kind = DTYPES[dtype].kind
-    return tuple(
+    fitting = tuple(
         w
         for w in table
         if kind in w.kinds
         and (w.unsigned_ok or dtype != "uint8")
         and (w.checks_overlap or not overlapping)
     )
+    if device is None:
+        return fitting
+    # a write this build has no kernel for is left out, and counted
+    return tuple(w for w in fitting if not build.lacks(w.name, _probe(w), [((2,), dtype)], device))
 
 
-def writes_for(dtype: str, overlapping: bool = False) -> tuple[Write, ...]:
+def _probe(write: Write) -> Callable[[torch.Tensor], object]:
+    return lambda t: write.apply(t, True if t.dtype == torch.bool else 1)
+
+
+def writes_for(
+    dtype: str, overlapping: bool = False, device: str | None = None
+) -> tuple[Write, ...]:
     """Writes that apply to `dtype`; with `overlapping`, only those torch
-    refuses on memory that several elements share."""
-    return _fitting(WRITES, dtype, overlapping)
+    refuses on memory that several elements share; with `device`, only those
+    this build has kernels for there (conformance.build)."""
+    return _fitting(WRITES, dtype, overlapping, device)
 
 
 def _masked_fill(t: torch.Tensor, v: object) -> torch.Tensor:
@@ -108,5 +123,6 @@ BUMPS: tuple[Write, ...] = WRITES + tuple(
 )
 
 
-def bumps_for(dtype: str) -> tuple[Write, ...]:
-    return _fitting(BUMPS, dtype, overlapping=False)
+def bumps_for(dtype: str, device: str | None = None) -> tuple[Write, ...]:
+    """Every in-place op that applies to `dtype` (on `device`: see writes_for)."""
+    return _fitting(BUMPS, dtype, False, device)
