@@ -25,6 +25,7 @@ import torch
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from oracle import Release
 from strategies.tensors import TORCH_DTYPES
 
 __all__ = [
@@ -33,10 +34,12 @@ __all__ = [
     "ReleaseDifference",
     "MissingKernel",
     "MISSING",
+    "ORACLE_RELEASE",
     "has_older",
     "in_releases",
     "is_missing_kernel",
     "lacks",
+    "oracle_release",
     "probe",
     "reset_missing",
 ]
@@ -100,6 +103,14 @@ DIFFERENCES: dict[str, ReleaseDifference] = {
 def has_older(name: str, release: Version = RELEASE) -> bool:
     """Whether this build behaves as the releases before difference `name`."""
     return in_releases(DIFFERENCES[name].versions, release)
+
+
+def oracle_release(release: Version = RELEASE) -> Release:
+    """What the reference model follows for this release (oracle.releases)."""
+    return Release(open_slice_is_identity=not has_older("full_slice_write_is_view_write", release))
+
+
+ORACLE_RELEASE: Release = oracle_release()
 
 
 # --- kernels -----------------------------------------------------------------

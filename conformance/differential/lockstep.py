@@ -72,7 +72,7 @@ class Run:
     torch_pool: list[torch.Tensor] = field(default_factory=list)
     oracle_pool: list = field(default_factory=list)
     origins: list[Origin] = field(default_factory=list)
-    engine: Engine = field(default_factory=Engine)
+    engine: Engine = field(default_factory=lambda: Engine(build.ORACLE_RELEASE))
     retired: set[int] = field(default_factory=set)
     # steps that wrote through a view in grad mode but left the base's
     # grad_fn as it was: torch must rebase the base's history onto the write
