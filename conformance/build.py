@@ -90,6 +90,16 @@ DIFFERENCES: dict[str, ReleaseDifference] = {
             "https://github.com/pytorch/pytorch/pull/124753",
         ),
         ReleaseDifference(
+            "setitem_fill_skips_overlap_check",
+            # 2.0.1 fills, 2.4.1 raises; the releases between were not tested
+            "<2.4",
+            "`x[index] = v` with a scalar or 0-d v fills memory that several elements of "
+            "x share (x.expand(...)) without raising, like fill_",
+            "it raises 'unsupported operation: more than one element of the written-to "
+            "tensor refers to a single memory location'",
+            "not found upstream; seen on the release wheels (docs/releases.md)",
+        ),
+        ReleaseDifference(
             "version_counter_setter",
             "<2.7",
             "torch._C._autograd._unsafe_set_version_counter(tensor, int)",
@@ -107,7 +117,10 @@ def has_older(name: str, release: Version = RELEASE) -> bool:
 
 def oracle_release(release: Version = RELEASE) -> Release:
     """What the reference model follows for this release (oracle.releases)."""
-    return Release(open_slice_is_identity=not has_older("full_slice_write_is_view_write", release))
+    return Release(
+        open_slice_is_identity=not has_older("full_slice_write_is_view_write", release),
+        setitem_fill_checks_overlap=not has_older("setitem_fill_skips_overlap_check", release),
+    )
 
 
 ORACLE_RELEASE: Release = oracle_release()

@@ -356,7 +356,8 @@ class Engine:
         need = self._needs_grad(ts) and differentiable(t.dtype)
         self._check_inplace(t, need)
         edges = [x.edge() for x in ts] if need else None
-        if not (src is t or (_geom(src) == _geom(t) and src.dtype == t.dtype)):
+        checked = not fill or self.release.setitem_fill_checks_overlap
+        if checked and not (src is t or (_geom(src) == _geom(t) and src.dtype == t.dtype)):
             self._check_write(t, None if fill else src)  # (the same data: no checks at all)
             if geo.broadcast_shapes(t.shape, src.shape) != t.shape:
                 raise OracleError(ErrorKind.NOT_BROADCASTABLE, "must match the size")

@@ -19,6 +19,10 @@ class Release:
     # only a stop equal to the size did (`x[0:n]`), and `x[:] = v` wrote
     # through a view of x (a leaf then raised the view-of-a-leaf error).
     open_slice_is_identity: bool = True
+    # `x[index] = v` with a scalar or 0-d v fills the indexed part; on memory
+    # that several of its elements share it raises like any other write. Up
+    # to 2.0 at least, that fill skipped the overlap check.
+    setitem_fill_checks_overlap: bool = True
 
 
 NEWEST = Release()
