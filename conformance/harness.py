@@ -7,6 +7,7 @@ import base64
 import dataclasses
 import pickle
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from conformance import watch
+from conformance import build, watch
 from conformance.internal import suite_code
 from conformance.selection import current
 from strategies.dtypes import DTYPES, elements
@@ -33,7 +34,9 @@ class Coverage:
 
     def as_dict(self) -> dict[str, Any]:
         out = {"examples": self.examples, "dtypes": dict(sorted(self.dtypes.items()))}
-        return out | ({"steps": self.steps} if self.steps else {})
+        # combinations skipped for a kernel the build lacks, by reason
+        missing = {"not_in_build": dict(sorted(build.MISSING.items()))} if build.MISSING else {}
+        return out | ({"steps": self.steps} if self.steps else {}) | missing
 
 
 COVERAGE = Coverage()
@@ -42,6 +45,7 @@ COVERAGE = Coverage()
 def reset_coverage() -> None:
     global COVERAGE
     COVERAGE = Coverage()
+    build.reset_missing()
 
 
 # dtypes of the example run last: after a failure, Hypothesis's final replay
@@ -67,6 +71,15 @@ class Example:
         if not chosen:
             pytest.skip(f"no selected dtype on {self.device} is {' or '.join(kinds or ())}")
         return chosen
+
+    def has_kernel(
+        self, op: str, call: Callable[..., object], dtypes: tuple[str, ...], backward: bool = False
+    ) -> bool:
+        """Whether this build has the kernels of `call` (named `op`) for
+        operands of `dtypes` on this device (and its backward, with
+        `backward`); a missing one is counted as a skipped combination."""
+        operands = [((2,), dtype) for dtype in dtypes]
+        return build.lacks(op, call, operands, self.device, backward=backward) is None
 
     def grad_dtypes(self) -> tuple[str, ...]:
         return self.dtypes(("float", "complex"))

@@ -17,7 +17,7 @@ import pytest
 import torch
 from hypothesis import Phase, settings
 
-from conformance import evidence, harness, known_failures, watch
+from conformance import evidence, harness, known_failures, not_in_build, watch
 from conformance.check import InvariantViolation
 from conformance.internal import internal_error_in
 from conformance.invariants import INVARIANTS
@@ -697,6 +697,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     line = "invariants: " + ", ".join(parts)
     tests = tests_line(by_status)
     write(f"{line}; {tests}" if tests else line, bold=True)
+    for line in not_in_build.lines(not_in_build.tally(OUTCOMES.values())):
+        write(line, yellow=True)
     differential = [t for t in OUTCOMES.values() if t.coverage.get("steps")]
     if differential:
         steps = sum(t.coverage["steps"] for t in differential)

@@ -48,7 +48,18 @@ _BASE = settings.get_profile("default")
 
 
 def _profile(**values) -> settings:
-    return settings(_BASE, derandomize=False, deadline=None, suppress_health_check=_QUIET, **values)
+    # report_multiple_bugs=False: Hypothesis stops at the first failure and
+    # shrinks that one alone. Shrinking every distinct failure a broken build
+    # shows made such runs ten times slower than clean ones; one minimal
+    # example per test is what the report shows anyway.
+    return settings(
+        _BASE,
+        derandomize=False,
+        deadline=None,
+        suppress_health_check=_QUIET,
+        report_multiple_bugs=False,
+        **values,
+    )
 
 
 PROFILES: dict[str, settings] = {

@@ -73,13 +73,13 @@ def test_writes_to_clone_and_source_stay_apart(device, data):
     x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
     clone = ex.draw(st.sampled_from(CLONES), "spelling")
     y = clone(x.tensor)
-    write = ex.draw(st.sampled_from(writes_for(x.dtype)), "write to clone")
+    write = ex.draw(st.sampled_from(writes_for(x.dtype, device=x.device)), "write to clone")
     value = ex.draw(elements(x.dtype), "value")
     with torch.no_grad():
         write.apply(y, value)
     expect_values("clone.write_isolated", x.tensor, x.values, f"source after clone.{write}")
     clone_values = write.expected(x.values, value)
-    write = ex.draw(st.sampled_from(writes_for(x.dtype)), "write to source")
+    write = ex.draw(st.sampled_from(writes_for(x.dtype, device=x.device)), "write to source")
     value = ex.draw(elements(x.dtype), "value")
     with torch.no_grad():
         write.apply(x.tensor, value)
@@ -93,7 +93,7 @@ def test_clone_has_own_version_counter(device, data):
     x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
     y = ex.draw(st.sampled_from(CLONES), "spelling")(x.tensor)
     before_clone, before_source = y._version, x.tensor._version
-    write = ex.draw(st.sampled_from(writes_for(x.dtype)), "write")
+    write = ex.draw(st.sampled_from(writes_for(x.dtype, device=x.device)), "write")
     value = ex.draw(elements(x.dtype), "value")
     target = ex.draw(st.sampled_from(["source", "clone"]), "written")
     with torch.no_grad():

@@ -39,7 +39,7 @@ def test_data_has_own_version_counter(device, data):
     ex = Example(data, device)
     x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
     d = x.tensor.data
-    writes = writes_for(x.dtype)
+    writes = writes_for(x.dtype, device=x.device)
     target = ex.draw(st.sampled_from(["data", "source"]), "written")
     write = ex.draw(st.sampled_from(writes), "write")
     before = (x.tensor._version, d._version)
@@ -74,7 +74,9 @@ def test_data_never_requires_grad(device, data):
 def test_write_through_data_never_makes_backward_raise(device, data):
     ex = Example(data, device)
     scenario = draw_scenario(ex)
-    write = ex.draw(st.sampled_from(writes_for(scenario.x.dtype)), "write")
+    write = ex.draw(
+        st.sampled_from(writes_for(scenario.x.dtype, device=scenario.x.device)), "write"
+    )
     write.apply(scenario.saved.data, ex.draw(elements(scenario.x.dtype), "value"))
     expect_no_raise(
         "data.write_is_silent",
@@ -88,7 +90,9 @@ def test_write_through_data_never_makes_backward_raise(device, data):
 def test_write_through_data_changes_gradient(device, data):
     ex = Example(data, device)
     scenario = draw_scenario(ex)
-    write = ex.draw(st.sampled_from(writes_for(scenario.x.dtype)), "write")
+    write = ex.draw(
+        st.sampled_from(writes_for(scenario.x.dtype, device=scenario.x.device)), "write"
+    )
     value = ex.draw(small_elements(scenario.x.dtype), "value")
     new_values = write.expected(to_numpy(scenario.saved), value)
     write.apply(scenario.saved.data, value)

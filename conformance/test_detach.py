@@ -48,7 +48,7 @@ def test_detach_shares_version_counter(device, data):
     ex = Example(data, device)
     x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
     d = ex.draw(st.sampled_from(DETACHES), "spelling")(x.tensor)
-    writes = writes_for(x.dtype)
+    writes = writes_for(x.dtype, device=x.device)
     for target in ex.draw(st.permutations(["detached", "source"]), "write order"):
         write = ex.draw(st.sampled_from(writes), f"write through {target}")
         before = (x.tensor._version, d._version)
@@ -120,7 +120,7 @@ def test_writes_through_detach_are_seen_both_ways(device, data):
     x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
     detach = ex.draw(st.sampled_from(DETACHES), "spelling")
     d = detach(x.tensor)
-    writes = writes_for(x.dtype)
+    writes = writes_for(x.dtype, device=x.device)
     values = x.values
     for target in ex.draw(st.permutations(["detached", "source"]), "write order"):
         write = ex.draw(st.sampled_from(writes), f"write through {target}")
@@ -141,7 +141,9 @@ def test_write_through_detach_then_backward_raises(device, data):
     ex = Example(data, device)
     scenario = draw_scenario(ex)
     detach = ex.draw(st.sampled_from(DETACHES), "spelling")
-    write = ex.draw(st.sampled_from(writes_for(scenario.x.dtype)), "write")
+    write = ex.draw(
+        st.sampled_from(writes_for(scenario.x.dtype, device=scenario.x.device)), "write"
+    )
     write.apply(detach(scenario.saved), ex.draw(elements(scenario.x.dtype), "value"))
     expect_raises(
         "detach.write_then_backward_raises",

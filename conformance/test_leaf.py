@@ -17,7 +17,7 @@ from strategies.views import views
 
 
 def _refused(ex: Example, x, invariant: str, error: str, what: str) -> None:
-    op = ex.draw(st.sampled_from(bumps_for(x.dtype)), "in-place op")
+    op = ex.draw(st.sampled_from(bumps_for(x.dtype, device=x.device)), "in-place op")
     value = ex.draw(elements(x.dtype), "value")
     version = x.tensor._version
     expect_raises(invariant, error, lambda: op.apply(x.tensor, value), f"{op} on {what}")
@@ -50,7 +50,7 @@ def test_inplace_on_view_of_grad_leaf_raises(device, data):
 def test_inplace_on_grad_leaf_allowed_under_no_grad(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("leaf", "view"), layout_kinds=WRITABLE_LAYOUTS)
-    write = ex.draw(st.sampled_from(writes_for(x.dtype)), "write")
+    write = ex.draw(st.sampled_from(writes_for(x.dtype, device=x.device)), "write")
     value = ex.draw(elements(x.dtype), "value")
     with torch.no_grad(), attributed_to("nograd.inplace_on_leaf_allowed", f"{write} under no_grad"):
         write.apply(x.tensor, value)
@@ -84,7 +84,8 @@ _COMPUTATIONS = (
 def test_no_grad_results_do_not_require_grad(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("leaf", "view", "nonleaf"))
-    name, compute = ex.draw(st.sampled_from(_COMPUTATIONS), "computation")
+    computations = tuple(c for c in _COMPUTATIONS if ex.has_kernel(*c, (x.dtype,)))
+    name, compute = ex.draw(st.sampled_from(computations), "computation")
     with torch.no_grad():
         y = compute(x.tensor)
     expect(
@@ -102,7 +103,7 @@ def test_view_from_no_grad_refuses_inplace_with_grad(device, data):
     view = ex.draw(views(x.shape, x.tensor.is_contiguous(), writable=True), "view")
     with torch.no_grad():
         v = view(x.tensor)
-    write = ex.draw(st.sampled_from(writes_for(x.dtype)), "write")
+    write = ex.draw(st.sampled_from(writes_for(x.dtype, device=x.device)), "write")
     value = ex.draw(elements(x.dtype), "value")
     expect_raises(
         "nograd.view_inplace_raises",

@@ -38,7 +38,7 @@ def test_view_shares_storage_and_version(device, data):
         v._version == x.tensor._version,
         f"{view} starts at version {v._version}, its base is at {x.tensor._version}",
     )
-    writes = writes_for(x.dtype)
+    writes = writes_for(x.dtype, device=x.device)
     for target in ex.draw(st.permutations(["view", "base"]), "write order"):
         write = ex.draw(st.sampled_from(writes), f"write through the {target}")
         before = (x.tensor._version, v._version)
@@ -62,7 +62,7 @@ def test_writes_through_views_are_seen_both_ways(device, data):
     v = view(x.tensor)
     index = view.index_map(x.shape)
     values = x.values.reshape(-1).copy()
-    writes = writes_for(x.dtype)
+    writes = writes_for(x.dtype, device=x.device)
     for target in ex.draw(st.permutations(["view", "base"]), "write order"):
         write = ex.draw(st.sampled_from(writes), f"write through the {target}")
         value = ex.draw(elements(x.dtype), "value")
@@ -166,7 +166,9 @@ def test_write_to_overlapping_memory_raises(device, data):
     else:
         assume(x.tensor.numel() > 0)
         t, what = x.tensor.expand(2, *x.shape), "x.expand(2, *x.shape)"
-    write = ex.draw(st.sampled_from(writes_for(x.dtype, overlapping=True)), "write")
+    write = ex.draw(
+        st.sampled_from(writes_for(x.dtype, overlapping=True, device=x.device)), "write"
+    )
     value = ex.draw(elements(x.dtype), "value")
     version = x.tensor._version
     expect_raises(

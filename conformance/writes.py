@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from conformance import build
+
 
 @dataclass(frozen=True)
 class Write:
@@ -41,7 +43,15 @@ _REAL = ("float", "int")
 WRITES: tuple[Write, ...] = (
     Write("fill_(v)", lambda t, v: t.fill_(v), lambda a, v: np.full_like(a, v), _ALL, False),
     Write("zero_()", lambda t, v: t.zero_(), lambda a, v: np.zeros_like(a), _ALL, False),
-    Write("t[...] = v", _setitem, lambda a, v: np.full_like(a, v), _ALL),
+    # before 2.4 (at least on 2.0) a scalar setitem fills expanded memory like
+    # fill_ does (docs/releases.md)
+    Write(
+        "t[...] = v",
+        _setitem,
+        lambda a, v: np.full_like(a, v),
+        _ALL,
+        checks_overlap=not build.has_older("setitem_fill_skips_overlap_check"),
+    ),
     Write("copy_(full_like(t, v))", _copy_from, lambda a, v: np.full_like(a, v), _ALL),
     Write("add_(v)", lambda t, v: t.add_(v), lambda a, v: a + v, _NUMERIC),
     Write("sub_(v)", lambda t, v: t.sub_(v), lambda a, v: a - v, _NUMERIC, unsigned_ok=False),
@@ -52,23 +62,36 @@ WRITES: tuple[Write, ...] = (
 )
 
 
-def _fitting(table: tuple[Write, ...], dtype: str, overlapping: bool) -> tuple[Write, ...]:
+def _fitting(
+    table: tuple[Write, ...], dtype: str, overlapping: bool, device: str | None
+) -> tuple[Write, ...]:
     from strategies.dtypes import DTYPES  # noqa: I001
 
     kind = DTYPES[dtype].kind
-    return tuple(
+    fitting = tuple(
         w
         for w in table
         if kind in w.kinds
         and (w.unsigned_ok or dtype != "uint8")
         and (w.checks_overlap or not overlapping)
     )
+    if device is None:
+        return fitting
+    # a write this build has no kernel for is left out, and counted
+    return tuple(w for w in fitting if not build.lacks(w.name, _probe(w), [((2,), dtype)], device))
 
 
-def writes_for(dtype: str, overlapping: bool = False) -> tuple[Write, ...]:
+def _probe(write: Write) -> Callable[[torch.Tensor], object]:
+    return lambda t: write.apply(t, True if t.dtype == torch.bool else 1)
+
+
+def writes_for(
+    dtype: str, overlapping: bool = False, device: str | None = None
+) -> tuple[Write, ...]:
     """Writes that apply to `dtype`; with `overlapping`, only those torch
-    refuses on memory that several elements share."""
-    return _fitting(WRITES, dtype, overlapping)
+    refuses on memory that several elements share; with `device`, only those
+    this build has kernels for there (conformance.build)."""
+    return _fitting(WRITES, dtype, overlapping, device)
 
 
 def _masked_fill(t: torch.Tensor, v: object) -> torch.Tensor:
@@ -108,5 +131,6 @@ BUMPS: tuple[Write, ...] = WRITES + tuple(
 )
 
 
-def bumps_for(dtype: str) -> tuple[Write, ...]:
-    return _fitting(BUMPS, dtype, overlapping=False)
+def bumps_for(dtype: str, device: str | None = None) -> tuple[Write, ...]:
+    """Every in-place op that applies to `dtype` (on `device`: see writes_for)."""
+    return _fitting(BUMPS, dtype, False, device)

@@ -4,16 +4,19 @@ from .dtypes import DTYPES, tolerance
 from .engine import Engine
 from .errors import ErrorKind, OracleError, classify
 from .ops import OPS, OpSpec
+from .releases import NEWEST, Release
 from .tensor import OTensor, Storage, VersionCounter
 
 __all__ = [
     "DTYPES",
+    "NEWEST",
     "OPS",
     "Engine",
     "ErrorKind",
     "OTensor",
     "OpSpec",
     "OracleError",
+    "Release",
     "Storage",
     "VersionCounter",
     "classify",

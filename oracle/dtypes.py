@@ -61,9 +61,15 @@ def tolerance(dtype: str) -> tuple[float, float]:
     return _TOL.get(dtype, (0.0, 0.0))
 
 
+# uint64 constants, never Python ints: NumPy 1.x casts a 0-d uint64 array with
+# a Python int to float64 (value-based casting), and shifts of floats fail
+_U16, _ONE, _HALF_ULP = np.uint64(16), np.uint64(1), np.uint64(0x7FFF)
+
+
 def _bfloat16(a: np.ndarray) -> np.ndarray:
-    bits = a.astype(np.float32).view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32)
+    bits = np.atleast_1d(a.astype(np.float32)).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + _HALF_ULP + ((bits >> _U16) & _ONE)) >> _U16 << _U16).astype(np.uint32)
+    rounded = rounded.reshape(np.shape(a))
     out = rounded.view(np.float32).astype(np.float64)
     return np.where(np.isnan(a), np.nan, out)
 

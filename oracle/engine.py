@@ -15,6 +15,7 @@ from .dtypes import DTYPES, differentiable, kind, op_values, round_to
 from .errors import ErrorKind, OracleError
 from .graph import Node, Saved, copy_slices, run_backward
 from .ops import OPS, OpSpec, matmul_layout, out_dtype
+from .releases import NEWEST, Release
 from .tensor import OTensor, VersionCounter, new_tensor
 
 
@@ -25,7 +26,8 @@ def _geom(t: OTensor) -> tuple:
 class Engine:
     """A model of torch's eager autograd state: grad mode plus the tensors it made."""
 
-    def __init__(self) -> None:
+    def __init__(self, release: Release = NEWEST) -> None:
+        self.release = release  # where torch releases differ (oracle.releases)
         self.grad_enabled = True
         self.undefined: str | None = None  # why torch's result of the last call is unpredictable
         self._retainers: weakref.WeakSet[OTensor] = weakref.WeakSet()
@@ -249,7 +251,8 @@ class Engine:
     def _op_view(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
         t, edge = ts[0], self._edge_once(ts[0])
         if spec.name == "getitem":
-            geom = views.getitem(t.shape, t.strides, t.offset, p[0], edge)
+            open_slices = self.release.open_slice_is_identity
+            geom = views.getitem(t.shape, t.strides, t.offset, p[0], edge, open_slices)
         elif spec.name == "reshape" and not geo.is_contiguous(t.shape, t.strides):
             geom = spec.geom(t.shape, t.strides, t.offset, *p)  # infer_size before any op
         else:  # view ops record their node before the kernel checks (contiguous reshape: view)
@@ -353,7 +356,8 @@ class Engine:
         need = self._needs_grad(ts) and differentiable(t.dtype)
         self._check_inplace(t, need)
         edges = [x.edge() for x in ts] if need else None
-        if not (src is t or (_geom(src) == _geom(t) and src.dtype == t.dtype)):
+        checked = not fill or self.release.setitem_fill_checks_overlap
+        if checked and not (src is t or (_geom(src) == _geom(t) and src.dtype == t.dtype)):
             self._check_write(t, None if fill else src)  # (the same data: no checks at all)
             if geo.broadcast_shapes(t.shape, src.shape) != t.shape:
                 raise OracleError(ErrorKind.NOT_BROADCASTABLE, "must match the size")
@@ -368,8 +372,9 @@ class Engine:
         t, index = ts[0], p[0] if isinstance(p[0], tuple) else (p[0],)
         src = ts[1] if len(ts) > 1 else new_tensor(round_to(np.asarray(p[1]), t.dtype), t.dtype, ())
         edge = self._edge_once(t)
-        geom = views.getitem(t.shape, t.strides, t.offset, index, edge)
-        identity = views.index_is_identity(t.shape, index)  # torch hands back t itself
+        open_slices = self.release.open_slice_is_identity
+        geom = views.getitem(t.shape, t.strides, t.offset, index, edge, open_slices)
+        identity = views.index_is_identity(t.shape, index, open_slices)  # torch hands back t
         dst = t if identity else self._view_result("getitem", t, geom, edge())
         fill = src.shape != dst.shape and not src.shape
         if src.shape != dst.shape and src.shape:  # drop leading 1-dims, expand to dst

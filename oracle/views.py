@@ -29,19 +29,26 @@ def _reshape_back(g: np.ndarray, in_shape: Shape) -> np.ndarray:
     return g.reshape(in_shape)
 
 
-def index_is_identity(shape: Shape, index: tuple) -> bool:
-    """torch's applySlicing makes no op for these items (x[()], x[0:], x[:, :])."""
+def index_is_identity(shape: Shape, index: tuple, open_slices: bool = True) -> bool:
+    """torch's applySlicing makes no op for these items (x[()], x[0:], x[:, :]);
+    with `open_slices` False (releases before 2.5, see oracle.releases) only
+    for slices whose stop is the size itself (x[0:n])."""
     return all(
         isinstance(i, slice)
         and i.start in (None, 0)
         and i.step in (None, 1)
-        and (i.stop is None or i.stop >= n)
+        and ((i.stop is None or i.stop >= n) if open_slices else i.stop == n)
         for i, n in zip(index, shape, strict=False)
     )
 
 
 def getitem(
-    shape: Shape, strides: Shape, offset: int, index: object, on_op: Callable = lambda: None
+    shape: Shape,
+    strides: Shape,
+    offset: int,
+    index: object,
+    on_op: Callable = lambda: None,
+    open_slices: bool = True,
 ) -> Geom:
     """Basic indexing, item by item as applySlicing does: on_op() runs when the first
     select/slice op is made (after an int's bounds check; not for whole-dim slices)."""
@@ -52,7 +59,7 @@ def getitem(
     for d, item in enumerate(index):
         n, s = shape[d], strides[d]
         if isinstance(item, slice):
-            if not index_is_identity((n,), (item,)):
+            if not index_is_identity((n,), (item,), open_slices):
                 on_op()
             start, stop, step = item.indices(n)
             stop = max(stop, start)
@@ -69,7 +76,7 @@ def getitem(
     key = tuple(key)
 
     def backward(g: np.ndarray, in_shape: Shape) -> np.ndarray:
-        if index_is_identity(in_shape, index):  # AliasBackward0 passes grad on as it is
+        if index_is_identity(in_shape, index, open_slices):  # AliasBackward0: grad as it is
             return g
         out = np.zeros(in_shape, g.dtype)
         out[key] = g

@@ -8,6 +8,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from conformance.outcomes import NOT_RUN
 from reports.files import ReportError, load
 
@@ -87,9 +89,19 @@ def rows(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def _release(report: dict[str, Any]) -> tuple[int, ...]:
+    """The torch release of a report (2.13.0+cpu -> (2, 13, 0)); () if unreadable."""
+    try:
+        return Version(str(report["build"]["torch"])).release
+    except (InvalidVersion, KeyError, TypeError):
+        return ()
+
+
 def matrix(paths: list[Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The columns and rows of the page. ReportError for a bad file."""
-    loaded = [(path, load(path)) for path in paths]
+    """The columns and rows of the page, one column per report, oldest torch
+    release first (reports of one release in the order given). ReportError
+    for a bad file."""
+    loaded = sorted(((path, load(path)) for path in paths), key=lambda pr: _release(pr[1]))
     columns = [
         _column(label, path, report)
         for label, (path, report) in zip(labels(loaded), loaded, strict=True)

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from conformance import not_in_build
 from conformance.invariants import CATALOGUE
 from conformance.outcomes import (
     NOT_RUN,
@@ -161,6 +162,7 @@ def _test(record: Record) -> dict[str, Any]:
         "crashed": record.crashed,
         "examples": t.coverage.get("examples", 0),
         "dtypes": t.coverage.get("dtypes", {}),
+        "not_in_build": t.coverage.get("not_in_build", {}),
         "duration_s": round(t.duration, 4),
     }
 
@@ -204,6 +206,8 @@ def build_report(
         "invariants": {
             inv.id: _invariant(inv, cells.get(inv.id, {}), records, torch) for inv in CATALOGUE
         },
+        # combinations skipped because the build lacks a kernel, never violations
+        "not_in_build": not_in_build.tally(merged(records).values()),
         "tests": [_test(r) for r in records],
         # tests that crashed, hung or hit an internal error, each with its input and repro
         "unfinished": [_unfinished(r) for r in unfinished_records],

@@ -121,9 +121,13 @@ def nonzero_elements(dtype: str) -> st.SearchStrategy:
 
 def _round_bfloat16(values: np.ndarray) -> np.ndarray:
     """Round float64 values to the nearest bfloat16 (ties to even), as float64."""
-    bits = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    out = rounded.astype(np.uint32).view(np.float32).astype(np.float64)
+    # uint64 constants, never Python ints: NumPy 1.x casts a 0-d uint64 array
+    # with a Python int to float64 (value-based casting), and floats do not shift
+    flat = np.atleast_1d(np.asarray(values, dtype=np.float32))
+    bits = flat.view(np.uint32).astype(np.uint64)
+    one, half_ulp, high = np.uint64(1), np.uint64(0x7FFF), np.uint64(0xFFFF0000)
+    rounded = (bits + half_ulp + ((bits >> np.uint64(16)) & one)) & high
+    out = rounded.astype(np.uint32).view(np.float32).astype(np.float64).reshape(np.shape(values))
     return np.where(np.isnan(values), values, out)
 
 

@@ -47,9 +47,11 @@ def apply_torch(tensor: torch.Tensor, steps: tuple[ViewStep, ...]) -> torch.Tens
     return tensor
 
 
-_BASE = torch._C.TensorBase  # the C methods: reading values must not go through
-# torch.Tensor's Python attributes, which a build (or a planted violation) may
-# have changed: they are what the suite tests, not how it looks
+# The C methods: reading values must not go through torch.Tensor's Python
+# attributes, which a build (or a planted violation) may have changed: they
+# are what the suite tests, not how it looks. torch 2.0 calls the class
+# _TensorBase (docs/releases.md).
+_BASE = getattr(torch._C, "TensorBase", None) or torch._C._TensorBase
 
 
 def to_numpy(tensor: torch.Tensor) -> np.ndarray:

@@ -125,6 +125,21 @@ def test_merge_labels_equal_builds_by_file_and_expands_globs(tmp_path):
     assert headings == ["py310.json", "py311.json"]
 
 
+def test_merge_puts_releases_in_order_as_columns(tmp_path):
+    _write(tmp_path, "torch2.13.json")
+    _write(tmp_path, "torch2.9.json", torch="2.9.1+cu128", build="CUDA 12.8")
+    _write(tmp_path, "torch2.0.json", torch="2.0.1+cu117", build="CUDA 11.7")
+    output = tmp_path / "matrix.html"
+    assert reports_main(["merge", str(tmp_path / "torch*.json"), "-o", str(output)]) == 0
+    dom = parse(output.read_text())
+    headings = [th.find("b").text for th in dom.find_all("th", **{"class": "build-col"})]
+    assert headings == [
+        "torch 2.0.1+cu117 CUDA 11.7",
+        "torch 2.9.1+cu128 CUDA 12.8",
+        "torch 2.13.0+cpu CPU",
+    ]
+
+
 @pytest.mark.parametrize(
     "content, needle",
     [(None, "no such file"), ("{", "not JSON"), (json.dumps({"a": 1}), "not a torch-conformance")],

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from conformance import build
 from conformance.differential.listing import listing
 from conformance.differential.lockstep import retired_by
 from oracle import OPS, Engine, OracleError, OTensor
@@ -157,7 +158,7 @@ class Growth:
 
     devices: tuple[str, ...]
     dtypes: tuple[str, ...]
-    engine: Engine = field(default_factory=Engine)
+    engine: Engine = field(default_factory=lambda: Engine(build.ORACLE_RELEASE))
     pool: list[OTensor] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     over: bool = False

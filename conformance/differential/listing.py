@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from conformance import build
 from conformance.differential.torch_calls import call_source
 from oracle import OPS, Engine, OracleError, OTensor
 from strategies.programs import Program, Step
@@ -57,7 +58,7 @@ def _code(step: Step, names: list[str], result: str | None) -> str:
 def trace(program: Program) -> list[tuple[str | None, list[str], str | None]]:
     """For each step: the name it gives its result, its operands' names, and
     the error the oracle says it raises (or None)."""
-    engine, pool, out = Engine(), [], []
+    engine, pool, out = Engine(build.ORACLE_RELEASE), [], []
     for step in program.steps:
         names = [f"t{i}" for i in step.tensors]
         error = None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from conformance import watch
+from conformance import build, watch
 from conformance.check import close, dense
 from conformance.differential.observe import (
     RAISES,
@@ -73,7 +73,7 @@ class Run:
     torch_pool: list[torch.Tensor] = field(default_factory=list)
     oracle_pool: list = field(default_factory=list)
     origins: list[Origin] = field(default_factory=list)
-    engine: Engine = field(default_factory=Engine)
+    engine: Engine = field(default_factory=lambda: Engine(build.ORACLE_RELEASE))
     retired: set[int] = field(default_factory=set)
     # steps that wrote through a view in grad mode but left the base's
     # grad_fn as it was: torch must rebase the base's history onto the write
@@ -150,6 +150,8 @@ def execute(program: Program, stop_at_first: bool = True) -> tuple[Run, Discrepa
         base, before = _view_write_base(run, step)
         watch.note(step=number)  # a crash or hang in this step leaves its number
         t_result, t_error = _torch_step(run, step)
+        if t_error is not None and missing_kernel(run, step, t_error) is not None:
+            break  # not in this build: the step is skipped (and counted), the chain ends
         if base is not None and t_error is None and base.grad_fn is before:
             run.unrecorded_view_writes.append(number)
         o_result, o_error = _oracle_step(run, step)
@@ -171,6 +173,33 @@ def execute(program: Program, stop_at_first: bool = True) -> tuple[Run, Discrepa
         if undefined or (o_error is not None and step.op in BACKWARD_OPS):
             break  # the rest would depend on values or state torch leaves undefined
     return run, None
+
+
+def _operands(run: Run, tensors: tuple[int, ...]) -> list[tuple[tuple[int, ...], str]]:
+    return [(tuple(run.oracle_pool[i].shape), run.oracle_pool[i].dtype) for i in tensors]
+
+
+def missing_kernel(run: Run, step: Step, error: BaseException) -> build.MissingKernel | None:
+    """The kernel this build lacks that made `step` raise `error`, when a
+    narrow probe confirms it (conformance.build), counted; None otherwise. A
+    backward step is blamed on an op of its graph whose backward is missing."""
+    if step.op == "leaf" or not build.is_missing_kernel(error):
+        return None
+    device = str(run.torch_pool[step.tensors[0]].device) if step.tensors else "cpu"
+    if step.op not in BACKWARD_OPS:
+        suspects = [(step.op, step.tensors, step.params, False)]
+    else:
+        suspects = [
+            (o.op, o.parents, run.program.steps[o.step].params, True)
+            for o in (run.origins[k] for k in sorted(feeding(run, step)))
+            if o.op != "leaf"
+        ]
+    for op, tensors, params, backward in suspects:
+        operands = _operands(run, tensors)
+        found = build.lacks(op, compiled(op), operands, device, params, backward)
+        if found is not None:
+            return found
+    return None
 
 
 def _compare_outcome(run, number, step, t_result, t_error, o_result, o_error):

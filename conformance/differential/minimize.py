@@ -11,12 +11,17 @@ plain as the failure allows.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import numpy as np
 
 from conformance.differential.lockstep import Discrepancy, Run, execute
 from strategies.programs import Leaf, Program, Step
+
+# A failing build may fail in many chains of the differential at once; each
+# minimization is bounded so that such a run stays within twice a clean one.
+MINIMIZE_SECONDS = 10.0
 
 
 def _pool_indices(program: Program) -> list[int | None]:
@@ -86,19 +91,26 @@ def minimize(
     first: tuple[Run, Discrepancy],
     same_failure: Callable[[Run, Discrepancy], bool],
     budget: int = 400,
+    seconds: float = MINIMIZE_SECONDS,
 ) -> tuple[Program, Run, Discrepancy, bool]:
     """The smallest program found that still fails the way `same_failure`
     says, with its run and discrepancy, and whether the failure came back
     when the program was run again. When it did not (torch's behaviour here
-    depends on state outside the program), the program is returned whole."""
+    depends on state outside the program), the program is returned whole.
+    At most `budget` tries and about `seconds`: the program found by then is
+    returned, still failing the same way, if not the shortest."""
     run, found = execute(program)
     if found is None or not same_failure(run, found):
         return program, *first, False
     tries = 0
+    stop_at = time.monotonic() + seconds
 
     def fails(candidate: Program):
         nonlocal tries
         tries += 1
+        if time.monotonic() > stop_at:
+            tries = max(tries, budget)  # out of time: this and later tries are not made
+            return None
         if not candidate.steps:
             return None
         r, d = execute(candidate)

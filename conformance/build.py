@@ -1,0 +1,228 @@
+"""Facts about the torch build under test, in the one place every family asks:
+its release, the differences between releases that the suite models, and the
+kernels it has.
+
+Kernels are probed, never assumed. A build may lack a kernel for an op, a dtype
+and a device (torch 2.0 has no float16 `exp` on the CPU); a call that raises
+"not implemented for" is then checked by running the same op on fresh,
+contiguous operands of the same dtypes and device. Only when that narrow probe
+fails the same way is the combination skipped, and counted with its reason
+("not in this build: exp for float16 on cpu"). A kernel that exists and
+misbehaves stays a violation. Each probe runs once per process.
+
+Release differences are data (`DIFFERENCES`), each with the pull request that
+made it; docs/releases.md explains them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from oracle import Release
+from strategies.tensors import TORCH_DTYPES
+
+__all__ = [
+    "RELEASE",
+    "DIFFERENCES",
+    "ReleaseDifference",
+    "MissingKernel",
+    "MISSING",
+    "ORACLE_RELEASE",
+    "has_older",
+    "in_releases",
+    "is_missing_kernel",
+    "lacks",
+    "oracle_release",
+    "probe",
+    "reset_missing",
+]
+
+
+def _release(version: str) -> Version:
+    """`2.13.0+cpu`, `2.14.0a0+git...` -> 2.13.0, 2.14.0: the release alone."""
+    return Version(".".join(map(str, Version(version).release)))
+
+
+RELEASE: Version = _release(torch.__version__)
+
+
+def in_releases(spec: str, release: Version = RELEASE) -> bool:
+    """Whether the build's release is in a PEP 440 range (`">=2.0,<2.5"`)."""
+    return release in SpecifierSet(spec)
+
+
+@dataclass(frozen=True)
+class ReleaseDifference:
+    """Behaviour that changed between releases. `older` is what the releases in
+    `versions` do, `newer` what the later ones do; `changed_by` is the pull
+    request or release note that made the change."""
+
+    name: str
+    versions: str
+    older: str
+    newer: str
+    changed_by: str
+
+
+DIFFERENCES: dict[str, ReleaseDifference] = {
+    d.name: d
+    for d in (
+        ReleaseDifference(
+            "tensor_base_name",
+            "<2.2",
+            "the C base class of torch.Tensor is torch._C._TensorBase",
+            "it is torch._C.TensorBase (torch._C._TensorBase stays as an alias)",
+            "https://github.com/pytorch/pytorch/pull/109940",
+        ),
+        ReleaseDifference(
+            "full_slice_write_is_view_write",
+            "<2.5",
+            "`x[:] = v` (and `x[...] = v` with a tensor v) writes through a view of x: on a "
+            "leaf that requires grad it raises the view-of-a-leaf error",
+            "`x[:] = v` writes x itself and raises the leaf error",
+            "https://github.com/pytorch/pytorch/pull/124753",
+        ),
+        ReleaseDifference(
+            "setitem_fill_skips_overlap_check",
+            # 2.0.1 fills, 2.4.1 raises; the releases between were not tested
+            "<2.4",
+            "`x[index] = v` with a scalar or 0-d v fills memory that several elements of "
+            "x share (x.expand(...)) without raising, like fill_",
+            "it raises 'unsupported operation: more than one element of the written-to "
+            "tensor refers to a single memory location'",
+            "not found upstream; seen on the release wheels (docs/releases.md)",
+        ),
+        ReleaseDifference(
+            "version_counter_setter",
+            "<2.7",
+            "torch._C._autograd._unsafe_set_version_counter(tensor, int)",
+            "torch._C._autograd._unsafe_set_version_counter(tuple_of_tensors, tuple_of_ints)",
+            "https://github.com/pytorch/pytorch/pull/137921",
+        ),
+    )
+}
+
+
+def has_older(name: str, release: Version = RELEASE) -> bool:
+    """Whether this build behaves as the releases before difference `name`."""
+    return in_releases(DIFFERENCES[name].versions, release)
+
+
+def oracle_release(release: Version = RELEASE) -> Release:
+    """What the reference model follows for this release (oracle.releases)."""
+    return Release(
+        open_slice_is_identity=not has_older("full_slice_write_is_view_write", release),
+        setitem_fill_checks_overlap=not has_older("setitem_fill_skips_overlap_check", release),
+    )
+
+
+ORACLE_RELEASE: Release = oracle_release()
+
+
+# --- kernels -----------------------------------------------------------------
+
+_NOT_IMPLEMENTED = ("not implemented for", "is not implemented for", "No kernel found")
+
+
+def is_missing_kernel(error: BaseException) -> bool:
+    """An error that says a kernel is absent (not that an op misbehaved)."""
+    if isinstance(error, NotImplementedError):
+        return True
+    return isinstance(error, RuntimeError) and any(s in str(error) for s in _NOT_IMPLEMENTED)
+
+
+@dataclass(frozen=True)
+class MissingKernel:
+    """An op this build has no kernel for, on these dtypes and this device."""
+
+    op: str
+    dtypes: tuple[str, ...]
+    device: str
+    backward: bool
+    message: str  # torch's error, first line
+
+    @property
+    def reason(self) -> str:
+        what = f"{self.op} backward" if self.backward else self.op
+        return f"not in this build: {what} for {'/'.join(self.dtypes)} on {self.device}"
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+# Combinations skipped by the current test, counted by reason (reset per test,
+# carried to the controller in the test's coverage, see conformance.harness).
+MISSING: Counter[str] = Counter()
+
+
+def reset_missing() -> None:
+    MISSING.clear()
+
+
+_PROBED: dict[tuple, MissingKernel | None] = {}
+
+
+def _operand(shape: tuple[int, ...], dtype: str, device: str, grad: bool) -> torch.Tensor:
+    # ones: a value every op accepts (log, division, sqrt), in a new contiguous
+    # tensor with at least one element (an empty tensor reaches no kernel)
+    fresh = torch.ones(shape if 0 not in shape else (1,) * len(shape), dtype=TORCH_DTYPES[dtype])
+    fresh = fresh.to(device)
+    if grad and (fresh.is_floating_point() or fresh.is_complex()):
+        return fresh.requires_grad_().clone()  # in-place ops may write a non-leaf
+    return fresh
+
+
+def probe(
+    op: str,
+    call: Callable[..., Any],
+    operands: Sequence[tuple[tuple[int, ...], str]],
+    device: str,
+    params: Sequence[Any] = (),
+    backward: bool = False,
+) -> MissingKernel | None:
+    """Whether this build lacks the kernel of `call` (named `op`) for operands
+    of these (shape, dtype) on `device`: `call(*fresh operands, *params)`, and
+    with `backward` a backward through its result, raise "not implemented".
+    Any other outcome says the kernel is there. Cached per process."""
+    key = (op, tuple(operands), device, repr(tuple(params)), backward)
+    if key in _PROBED:
+        return _PROBED[key]
+    if backward and (forward := probe(op, call, operands, device, params)) is not None:
+        _PROBED[key] = forward  # the forward kernel is the one missing
+        return forward
+    found = None
+    try:
+        fresh = [_operand(tuple(s), d, device, backward) for s, d in operands]
+        with torch.enable_grad() if backward else torch.no_grad():
+            result = call(*fresh, *params)
+            if backward and isinstance(result, torch.Tensor) and result.grad_fn is not None:
+                result.backward(torch.ones_like(result))
+    except Exception as error:  # noqa: BLE001 - only a missing kernel is an answer
+        if is_missing_kernel(error):
+            dtypes = tuple(dict.fromkeys(d for _, d in operands))
+            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            found = MissingKernel(op, dtypes, device, backward, first)
+    _PROBED[key] = found
+    return found
+
+
+def lacks(
+    op: str,
+    call: Callable[..., Any],
+    operands: Sequence[tuple[tuple[int, ...], str]],
+    device: str,
+    params: Sequence[Any] = (),
+    backward: bool = False,
+) -> MissingKernel | None:
+    """`probe`, and a missing kernel is counted as one skipped combination."""
+    missing = probe(op, call, operands, device, params, backward)
+    if missing is not None:
+        MISSING[missing.reason] += 1
+    return missing

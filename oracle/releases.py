@@ -1,0 +1,28 @@
+"""Where torch releases differ in what the model predicts.
+
+The model follows the newest releases by default. `conformance.build` picks
+the `Release` of the build under test from its version; docs/releases.md
+says which release changed what, with the pull request or release note.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Release:
+    """The release-dependent behaviour the model follows."""
+
+    # A slice over a whole dimension written without its stop (`x[:]`, `x[0:]`,
+    # or a stop past the end) makes no op and hands back x itself; before 2.5
+    # only a stop equal to the size did (`x[0:n]`), and `x[:] = v` wrote
+    # through a view of x (a leaf then raised the view-of-a-leaf error).
+    open_slice_is_identity: bool = True
+    # `x[index] = v` with a scalar or 0-d v fills the indexed part; on memory
+    # that several of its elements share it raises like any other write. Up
+    # to 2.0 at least, that fill skipped the overlap check.
+    setitem_fill_checks_overlap: bool = True
+
+
+NEWEST = Release()

@@ -1,0 +1,48 @@
+"""Where releases differ, the model follows the release it is given
+(oracle.releases); conformance.build picks the build's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oracle import NEWEST, Engine, ErrorKind, Release
+
+from .helpers import raises
+
+OLDER = Release(open_slice_is_identity=False)  # torch before the open-slice change
+
+
+@pytest.mark.parametrize(
+    "release, index, kind",
+    [
+        (NEWEST, (slice(None),), ErrorKind.INPLACE_ON_LEAF),
+        (NEWEST, (slice(0, 5),), ErrorKind.INPLACE_ON_LEAF),
+        (NEWEST, (slice(0, 3),), ErrorKind.INPLACE_ON_LEAF),
+        (OLDER, (slice(None),), ErrorKind.INPLACE_ON_LEAF_VIEW),
+        (OLDER, (slice(0, None),), ErrorKind.INPLACE_ON_LEAF_VIEW),
+        (OLDER, (slice(0, 5),), ErrorKind.INPLACE_ON_LEAF_VIEW),
+        (OLDER, (slice(None, 3),), ErrorKind.INPLACE_ON_LEAF),
+        (OLDER, (slice(0, 2),), ErrorKind.INPLACE_ON_LEAF_VIEW),
+    ],
+)
+def test_whole_slice_write_on_a_leaf_raises_the_error_of_its_release(release, index, kind):
+    eng = Engine(release)
+    x = eng.leaf(np.ones(3), "float32", True)
+    raises(kind, eng.call, "setitem_s", [x], (index, 2.0))
+    assert x.version == 0
+
+
+@pytest.mark.parametrize("index", [(slice(None),), (slice(0, 2),), (slice(0, 2), slice(1, 3))])
+def test_scalar_setitem_on_expanded_memory_raises_from_the_release_that_checks(index):
+    newest = Engine(NEWEST)
+    x = newest.call("expand", [newest.leaf(np.ones(3), "float32")], ((2, 3),))
+    raises(ErrorKind.OVERLAPPING_WRITE, newest.call, "setitem_s", [x], (index, 0.0))
+    assert x.version == 0
+    older = Engine(Release(setitem_fill_checks_overlap=False))
+    y = older.call("expand", [older.leaf(np.ones(3), "float32")], ((2, 3),))
+    older.call("setitem_s", [y], (index, 0.0))  # fills, as fill_ does
+    expected = np.ones((2, 3))
+    expected[index] = 0
+    np.testing.assert_array_equal(y.values(), expected)
+    assert y.version == 1
