@@ -19,6 +19,7 @@ from conformance.invariants import INVARIANTS
 from conformance.known_failures import KnownFailure
 from conformance.nodeids import device_of, invariants_of
 from conformance.outcomes import HELD, VIOLATED, XFAILED, TestOutcome, overall, summary, table
+from conformance.schema.summary import schema_summary
 from conformance.selection import Selection, SelectionError, current, select, set_current
 from strategies.devices import build_kind
 
@@ -80,6 +81,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="only the tests of these invariant IDs (comma-separated, globs allowed)",
     )
+    group.addoption(
+        "--schema",
+        default=None,
+        help="ATen operators the schema.* tests check: 'sample' (default; 'all' under the "
+        "thorough profile), 'all', or comma-separated names and globs (aten::add*,neg.out)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -105,6 +112,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except SelectionError as error:
         raise pytest.UsageError(str(error)) from None
     set_current(selection)
+    _check_schema_option(config.getoption("schema"))
     config.stash[_SELECTION] = selection
     _CONFIG[:] = [config]
     _configure_known_failures(config, selection)
@@ -112,6 +120,22 @@ def pytest_configure(config: pytest.Config) -> None:
     config.option.hypothesis_profile = selection.profile
     if selection.seed is not None:
         config.option.hypothesis_seed = str(selection.seed)
+
+
+def known_failures_of(config: pytest.Config) -> list[KnownFailure]:
+    """The run's known failures that apply to this build (operator entries included)."""
+    return list(config.stash.get(_KNOWN, []))
+
+
+def _check_schema_option(spec: str | None) -> None:
+    if spec in (None, "all", "sample"):
+        return
+    from conformance.schema.operators import select as select_operators
+
+    try:
+        select_operators(spec, 0)
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 _SELECTION = pytest.StashKey[Selection]()
@@ -385,6 +409,8 @@ def _unexpectedly_holding(config: pytest.Config) -> list[KnownFailure]:
     cells = table(OUTCOMES.values())
     holding = []
     for entry in config.stash.get(_KNOWN, []):
+        if entry.operator is not None:
+            continue  # an operator's known failure: the schema sweep reports it
         by_device = cells.get(entry.invariant, {})
         tested = [
             c
@@ -426,6 +452,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
                 write(f"VIOLATED {invariant} [{device}]: {first.message}", red=True)
     parts = [f"{n} {status}" for status, n in counts.items() if n]
     write("invariants: " + ", ".join(parts), bold=True)
+    for line in schema_summary(OUTCOMES.values()):
+        write(line)
     differential = [t for t in OUTCOMES.values() if t.coverage.get("steps")]
     if differential:
         steps = sum(t.coverage["steps"] for t in differential)

@@ -13,6 +13,7 @@ from typing import Any
 
 from conformance.invariants import CATALOGUE
 from conformance.outcomes import NOT_RUN, Cell, TestOutcome, overall, summary, table
+from conformance.schema.summary import operator_table, summary_lines
 from reports import FORMAT, SCHEMA_VERSION
 from strategies.dtypes import DTYPES
 
@@ -140,7 +141,9 @@ def build_report(
     """The JSON document of one run."""
     torch = build["torch"]
     records = list(records)
-    cells = table(merged(records).values())
+    outcomes = merged(records).values()
+    cells = table(outcomes)
+    operators = operator_table(outcomes)
     status_counts = summary(cells)
     seen = {r.outcome.nodeid for r in records}
     return {
@@ -163,6 +166,7 @@ def build_report(
             inv.id: _invariant(inv, cells.get(inv.id, {}), records, torch) for inv in CATALOGUE
         },
         "tests": [_test(r) for r in records],
+        "operators": {**operators, "summary": summary_lines(operators)},
     }
 
 
