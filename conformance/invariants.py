@@ -522,8 +522,7 @@ CATALOGUE: tuple[Invariant, ...] = (
     ),
     Invariant(
         "schema.mutable_bumps_version",
-        "An input annotated mutable (Tensor(a!)) that the op wrote has its version counter "
-        "bumped.",
+        "An input annotated mutable (Tensor(a!)) that the op wrote has its version counter bumped.",
         "`abs_(Tensor(a!) self) -> Tensor(a!)` `self` may be written to and returned. [...] "
         "Every tensor keeps a version counter, that is incremented every time it is marked "
         "dirty in any operation.",

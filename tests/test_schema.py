@@ -46,9 +46,10 @@ def test_each_kernel_plant_is_caught_and_named(name):
     )
     finding = result.violations[PLANTS[name].breaks]
     assert finding.op == op and op in finding.message
-    assert f"torch.ops.aten.{op.removeprefix('aten::').split('.')[0]}" in result.repros[
-        PLANTS[name].breaks
-    ]
+    assert (
+        f"torch.ops.aten.{op.removeprefix('aten::').split('.')[0]}"
+        in result.repros[PLANTS[name].breaks]
+    )
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMA_KERNELS))
