@@ -6,15 +6,23 @@ through `python -m conformance`.)"""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
+from conformance.outcomes import TestOutcome as Outcome
 from conformance.schema.arguments import uncoverable_reason
 from conformance.schema.operators import by_name, composite_implicit, functional_twin, select
 from conformance.schema.recorder import Recorder
 from conformance.schema.rules import RULES
 from conformance.schema.signature import Signature
+from conformance.schema.summary import operator_table, summary_lines
 from conformance.schema.sweep import HELD, NOT_COVERED, VIOLATED, Sweep
+from conformance.selection import current
+from reports.html import render_report
+from reports.metadata import build_info, run_info
+from reports.model import Record, build_report
 from tests.plants import PLANTS, SCHEMA_KERNELS, override_kernel
 
 DTYPES = ("float32", "float64", "int64")
@@ -103,3 +111,51 @@ def test_operator_selection():
     assert [o.name() for o in select("neg,abs.out", 0)] == ["aten::neg", "aten::abs.out"]
     with pytest.raises(ValueError, match="matches no ATen operator"):
         select("aten::no_such_op", 0)
+
+
+def _shard(ops: dict, seconds: float) -> Outcome:
+    sweep = {
+        "device": "cpu",
+        "spec": "sample",
+        "seed": 3,
+        "seconds": seconds,
+        "driven": len(ops),
+        "schemas": 3754,
+        "annotated_schemas": 1696,
+        "ops": ops,
+    }
+    return Outcome(
+        "conformance/test_schema.py::test_operators_keep_their_schemas[cpu-0]",
+        RULES,
+        "cpu",
+        "passed",
+        coverage={"examples": 1, "dtypes": {}, "operators": sweep},
+    )
+
+
+def test_operator_table_merges_shards_into_the_report_and_page():
+    held = {"status": "held", "annotated": True, "checked": 3, "raised": 1}
+    bad = {
+        "status": "violated",
+        "annotated": False,
+        "checked": 2,
+        "raised": 0,
+        "violations": {"schema.fresh_output": {"message": "m", "example": "e", "repro": "r"}},
+    }
+    shards = [_shard({"aten::neg": held}, 1.0), _shard({"aten::neg": bad, "aten::sin": held}, 1.0)]
+    table = operator_table(shards)["devices"]["cpu"]
+    assert table["ops"]["aten::neg"]["status"] == "violated"  # the worse verdict wins
+    assert table["ops"]["aten::neg"]["checked"] == 5
+    assert table["counts"] == {"violated": 1, "held": 1} and table["annotated_reached"] == 1
+    line = summary_lines(operator_table(shards))[0]
+    assert "2 operators checked" in line and "1 violated, 1 held" in line
+    assert (
+        "1 of the build's 1696 annotated schemas" in line and "3 operators called in 2.0 s" in line
+    )
+    records = [Record(s, "passed", "call") for s in shards]
+    run = run_info(current(), None) | {"started": "2026-01-01T00:00:00+00:00", "duration_s": 1.0}
+    report = build_report(records, build=build_info(), run=run)
+    assert report["operators"]["devices"]["cpu"]["ops"]["aten::neg"]["status"] == "violated"
+    page = render_report(json.loads(json.dumps(report)))
+    assert 'data-operator="aten::neg" data-status="violated"' in page
+    assert page.index("aten::neg") < page.index('data-operator="aten::sin"')

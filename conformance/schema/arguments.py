@@ -163,6 +163,25 @@ def _literal(value: Any) -> str:
     return repr(value)
 
 
+def _scalar_type_code(dtype: str) -> int:
+    """The number TorchScript passes for a dtype (c10::ScalarType's value)."""
+    codes = {
+        "uint8": 0,
+        "int8": 1,
+        "int16": 2,
+        "int32": 3,
+        "int64": 4,
+        "float16": 5,
+        "float32": 6,
+        "float64": 7,
+        "complex64": 9,
+        "complex128": 10,
+        "bool": 11,
+        "bfloat16": 15,
+    }
+    return codes[dtype]
+
+
 def _dims(rank: int) -> st.SearchStrategy[int]:
     return st.integers(-rank, rank - 1) if rank else st.sampled_from([0, -1])
 
@@ -264,6 +283,8 @@ class ArgumentDrawer:
             drawn.cases[p.name] = [c for _, c in pairs]
             return [t for t, _ in pairs]
         if t == "int":
+            if p.name == "dtype":  # a ScalarType passed as its number (TorchScript builtins)
+                return _scalar_type_code(drawn.dtype)
             if p.name in _DIM_NAMES:
                 return data.draw(_dims(rank), label=p.name)
             if p.name in _COUNT_NAMES:

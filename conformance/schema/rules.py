@@ -121,6 +121,8 @@ def _written_return(call: Call, j: int, ret: Return, outputs: list[torch.Tensor]
 
 
 def _alias_return(call: Call, j: int, ret: Return, outputs: list[torch.Tensor]) -> list[Finding]:
+    if len(ret.alias_sets) > 1:
+        return []  # Tensor(b|a): a fresh tensor (set b) or an alias of a, as the call decides
     sources = call.signature.params_in(ret.alias)
     storages = {s.storage for p in sources for s in call.before.get(p.name, [])}
     if not storages:

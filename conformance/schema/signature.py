@@ -18,7 +18,7 @@ from functools import cached_property
 
 import torch
 
-_ANNOTATION = re.compile(r"^Tensor\((\w+)(?: -> [\w*]+)?(!)?\)")
+_ANNOTATION = re.compile(r"^Tensor\(([\w|]+)(?: -> [\w*]+)?(!)?\)")
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,12 @@ class Param:
 @dataclass(frozen=True)
 class Return:
     type: str  # "Tensor", "List[Tensor]", "int", ...
-    alias: str | None
+    alias: str | None  # "a"; "b|a" when the result may be either (a new tensor or self)
     write: bool
+
+    @property
+    def alias_sets(self) -> tuple[str, ...]:
+        return tuple(self.alias.split("|")) if self.alias else ()
 
     @property
     def holds_tensors(self) -> bool:
