@@ -22,14 +22,17 @@ from conformance import harness
 from conformance.check import InvariantViolation
 from conformance.plugin import known_failures_of
 from conformance.schema import operators
+from conformance.schema.isolated import sweep_isolated
+from conformance.schema.operators import name_of
 from conformance.schema.rules import RULES
-from conformance.schema.sweep import HELD, VIOLATED, Sweep
+from conformance.schema.sweep import HELD, VIOLATED, sweep_here
 from conformance.selection import current
 
 # Each shard checks every SHARDS-th selected operator, so that xdist spreads
 # a run over `--schema all` across its workers.
 SHARDS = 4
-ATTEMPTS = {"thorough": 10}  # drawn calls per operator; 6 otherwise
+ATTEMPTS = {"thorough": 10}  # drawn calls per operator; 3 otherwise
+ISOLATE_ABOVE = 60  # selections larger than the default sample run in a child process
 _RUN_SEED: list[int] = []
 
 
@@ -72,28 +75,27 @@ def test_operators_keep_their_schemas(device, shard, request):
         for e in known_failures_of(config)
         if e.operator is not None and e.device in (None, device)
     }
-    sweep = Sweep(
-        device,
-        current().dtypes_on(device),
-        attempts=ATTEMPTS.get(current().profile, 6),
-        run_seed=run_seed,
-        known=known,
-    )
-    for op in mine:
-        sweep.check(op)
-    _record_coverage(sweep, spec, run_seed)
-    _warn_known_holding(sweep, known)
+    job = {
+        "device": device,
+        "dtypes": list(current().dtypes_on(device)),
+        "attempts": ATTEMPTS.get(current().profile, 3),
+        "run_seed": run_seed,
+        "known": [[list(k), why] for k, why in known.items()],
+        "ops": [name_of(op) for op in mine],
+    }
+    # every operator (internal ones too) in a child process that may crash;
+    # the default sample's public operators in this one
+    swept = sweep_isolated(job) if len(selected) > ISOLATE_ABOVE else sweep_here(job)
+    _record_coverage(swept, spec, run_seed, device)
+    _warn_known_holding(swept, known)
     broken = {
-        (result.op, rule): InvariantViolation(
-            rule,
-            finding.message,
-            example=result.examples.get(rule, ""),
-            repro=result.repros.get(rule, ""),
+        (op, rule): InvariantViolation(
+            rule, v["message"], example=v.get("example", ""), repro=v.get("repro", "")
         )
-        for result in sweep.results.values()
-        if result.status == VIOLATED
-        for rule, finding in result.violations.items()
-        if rule not in result.known
+        for op, verdict in swept["ops"].items()
+        if verdict["status"] == VIOLATED
+        for rule, v in verdict.get("violations", {}).items()
+        if "known" not in v
     }
     if len(broken) == 1:
         raise next(iter(broken.values()))
@@ -111,27 +113,26 @@ class SchemaViolations(AssertionError):
         self.exceptions = exceptions
 
 
-def _record_coverage(sweep: Sweep, spec: str, run_seed: int) -> None:
-    ops = {name: r.as_dict() for name, r in sweep.results.items()}
-    harness.COVERAGE.examples = sum(r.checked for r in sweep.results.values())
-    for dtype, count in sweep.dtype_counts.items():
+def _record_coverage(swept: dict, spec: str, run_seed: int, device: str) -> None:
+    harness.COVERAGE.examples = sum(v["checked"] for v in swept["ops"].values())
+    for dtype, count in swept["dtypes"].items():
         harness.COVERAGE.dtypes[dtype] += count
     harness.COVERAGE.operators = {
-        "device": sweep.device,
+        "device": device,
         "spec": spec,
         "seed": run_seed,
-        "seconds": round(sweep.seconds, 3),
-        "driven": len(sweep.driven),
+        "seconds": round(swept["seconds"], 3),
+        "driven": swept["driven"],
         "schemas": len(operators.all_overloads()),
         "annotated_schemas": operators.annotated_count(),
-        "ops": ops,
+        "ops": swept["ops"],
     }
 
 
-def _warn_known_holding(sweep: Sweep, known: dict[tuple[str, str], str]) -> None:
+def _warn_known_holding(swept: dict, known: dict[tuple[str, str], str]) -> None:
     for (op, rule), reason in known.items():
-        result = sweep.results.get(op)
-        if result is not None and result.status == HELD and op in sweep.driven:
+        verdict = swept["ops"].get(op)
+        if verdict is not None and verdict["status"] == HELD:
             warnings.warn(
                 KnownOperatorWarning(f"{op} kept {rule} in this run, known failure: {reason}"),
                 stacklevel=1,

@@ -1564,3 +1564,26 @@ def _():
             return torch.ops.aten.add_.Tensor(self, other, alpha=alpha)
 
     return add_
+
+
+def crash_kernel(name: str, op: str):
+    """A kernel that takes the process down: not a plant of any rule (the
+    sweep must survive it), installed by tests/site when CONFORMANCE_KERNEL
+    names it."""
+
+    def register(factory: Callable[[], Callable]) -> Callable[[], Callable]:
+        SCHEMA_KERNELS[name] = (op, "CPU", factory)
+        return factory
+
+    return register
+
+
+@crash_kernel("crash@sin", "sin")
+def _():
+    import os
+    import signal
+
+    def sin(self):
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    return sin

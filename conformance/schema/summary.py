@@ -10,7 +10,7 @@ from typing import Any
 STATUS_ORDER = ("violated", "xfailed", "held", "not covered")
 
 
-def _worst(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+def merge_verdicts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """One operator seen by two shards: the worse verdict, the counts summed."""
     first, second = sorted((a, b), key=lambda r: STATUS_ORDER.index(r["status"]))
     merged = dict(first)
@@ -39,7 +39,7 @@ def operator_table(outcomes: Iterable[Any]) -> dict[str, Any]:
         entry["schemas"] = sweep.get("schemas")
         for op, verdict in sweep["ops"].items():
             known = entry["ops"].get(op)
-            entry["ops"][op] = verdict if known is None else _worst(known, verdict)
+            entry["ops"][op] = verdict if known is None else merge_verdicts(known, verdict)
     for entry in devices.values():
         ops = entry["ops"]
         entry["ops"] = dict(sorted(ops.items()))

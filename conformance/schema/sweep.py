@@ -23,7 +23,12 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from conformance.schema.arguments import ArgumentDrawer, Drawn, Uncoverable, uncoverable_reason
-from conformance.schema.operators import UNSAFE, composite_implicit, functional_twin
+from conformance.schema.operators import (
+    by_name,
+    composite_implicit,
+    functional_twin,
+    unsafe_reason,
+)
 from conformance.schema.recorder import (
     Call,
     Recorder,
@@ -163,7 +168,7 @@ class Sweep:
         sig = signature_of(op)
         result = self._result(sig)
         self.driven.append(sig.name)
-        reason = UNSAFE.get(sig.name) or uncoverable_reason(sig)
+        reason = unsafe_reason(sig.name) or uncoverable_reason(sig)
         if reason:
             result.reason = reason
             return result
@@ -320,3 +325,23 @@ def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 def _nondeterministic(op: torch._ops.OpOverload) -> bool:
     tag = getattr(torch.Tag, "nondeterministic_seeded", None)
     return tag is not None and tag in op.tags
+
+
+def sweep_here(job: dict[str, Any]) -> dict[str, Any]:
+    """The job `sweep_isolated` takes, run in this process."""
+    table = by_name()
+    sweep = Sweep(
+        job["device"],
+        tuple(job["dtypes"]),
+        attempts=job["attempts"],
+        run_seed=job["run_seed"],
+        known={(k[0], k[1]): why for k, why in job["known"]},
+    )
+    for name in job["ops"]:
+        sweep.check(table[name])
+    return {
+        "ops": {n: r.as_dict() for n, r in sweep.results.items()},
+        "seconds": sweep.seconds,
+        "driven": len(sweep.driven),
+        "dtypes": dict(sweep.dtype_counts),
+    }
