@@ -14,8 +14,6 @@ from functools import cache
 
 import torch
 
-from conformance.schema.signature import Signature
-
 # Operators every backend implements first: one of each kind of schema (a
 # function, a view, an in-place variant, an out= variant, a list result).
 CORE = (
@@ -110,25 +108,31 @@ def _public(op: torch._ops.OpOverload) -> bool:
     that it never calls an internal kernel that trusts its arguments (those
     run under --schema all, in a child process that may crash)."""
     base = op._schema.name.removeprefix("aten::")
-    sig = Signature.of(op._schema)
     return (
-        sig.touches_tensors
+        "Tensor" in str(op._schema)
         and not base.startswith("_")
         and "backward" not in base
-        and unsafe_reason(sig.name) is None
+        and unsafe_reason(name_of(op)) is None
     )
 
 
 @cache
 def annotated_count() -> int:
     """How many of the build's ATen schemas carry an alias or mutation annotation."""
-    return sum(1 for op in all_overloads() if Signature.of(op._schema).annotated)
+    return sum(
+        1
+        for op in all_overloads()
+        if any(a.alias_info is not None for a in [*op._schema.arguments, *op._schema.returns])
+    )
 
 
 def name_of(op: torch._ops.OpOverload) -> str:
-    return Signature.of(op._schema).name
+    """aten::add.Tensor; aten::neg for a default overload."""
+    schema = op._schema
+    return f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
 
 
+@cache
 def by_name() -> dict[str, torch._ops.OpOverload]:
     return {name_of(op): op for op in all_overloads()}
 
@@ -176,9 +180,7 @@ def select(spec: str, run_seed: int, sample: int = 10) -> list[torch._ops.OpOver
         return list(table.values())
     if spec == "sample":
         core = [table[n] for n in CORE if n in table]
-        rest = sorted(
-            n for n in table if n not in CORE and Signature.of(table[n]._schema).touches_tensors
-        )
+        rest = sorted(n for n in table if n not in CORE and _public(table[n]))
         drawn = random.Random(run_seed).sample(rest, min(sample, len(rest)))
         return core + [table[n] for n in drawn]
     chosen = []
