@@ -133,8 +133,10 @@ class Drawn:
                 parts.append(f"{name}={value!r}")
         return ", ".join(parts)
 
-    def source(self, op: str) -> str:
-        """A script that makes the same call with torch alone."""
+    def source(self, op: str, outs: dict[str, Any] | None = None, mode: bool = False) -> str:
+        """A script that makes the same call with torch alone; `outs`: the
+        out= tensors, made empty; `mode`: make the call under a pass-through
+        TorchDispatchMode, where the kernels' own results are seen."""
         lines = ["import torch", ""]
         call = []
         for name, value in self.kwargs.items():
@@ -148,8 +150,31 @@ class Drawn:
                 call.append(f"{name}=[{', '.join(f'arg_{name}_{i}' for i in range(len(case)))}]")
             else:
                 call.append(f"{name}={_literal(value)}")
+        for name, value in (outs or {}).items():
+            tensors = value if isinstance(value, list | tuple) else [value]
+            made = [f"torch.empty(0, dtype={t.dtype}, device={str(t.device)!r})" for t in tensors]
+            listed = "[" + ", ".join(made) + "]"
+            call.append(f"{name}={listed if isinstance(value, list | tuple) else made[0]}")
         packet, _, overload = op.removeprefix("aten::").partition(".")
-        lines.append(f"result = torch.ops.aten.{packet}.{overload or 'default'}({', '.join(call)})")
+        made_call = f"torch.ops.aten.{packet}.{overload or 'default'}({', '.join(call)})"
+        if not mode:
+            lines.append(f"result = {made_call}")
+            return "\n".join(lines)
+        lines += [
+            "",
+            "from torch.utils._python_dispatch import TorchDispatchMode",
+            "",
+            "",
+            "class PassThrough(TorchDispatchMode):  # changes nothing; shows what kernels return",
+            "    def __torch_dispatch__(self, func, types, args=(), kwargs=None):",
+            "        result = func(*args, **(kwargs or {}))",
+            "        print(func, '->', result)",
+            "        return result",
+            "",
+            "",
+            "with PassThrough():",
+            f"    result = {made_call}",
+        ]
         return "\n".join(lines)
 
 

@@ -43,6 +43,7 @@ class Finding:
     invariant: str
     op: str
     message: str
+    recorded: bool = False  # seen under the dispatch mode (a kernel's own result)
 
 
 def _unchanged(call: Call) -> list[Finding]:

@@ -15,7 +15,7 @@ import time
 import zlib
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -145,7 +145,9 @@ class Sweep:
             found.known = {rule: why for (op, rule), why in self.known.items() if op == sig.name}
         return found
 
-    def _record(self, findings: Iterable[Finding], drawn: Drawn, driver: str) -> None:
+    def _record(
+        self, findings: Iterable[Finding], drawn: Drawn, driver: str, outs: dict[str, Any]
+    ) -> None:
         for f in findings:
             result = self.results[f.op]
             if f.invariant in result.violations:
@@ -153,7 +155,7 @@ class Sweep:
             result.violations[f.invariant] = f
             via = "" if f.op == driver else f" (reached through {driver})"
             result.examples[f.invariant] = f"{driver}({drawn.describe()}){via}"
-            result.repros[f.invariant] = drawn.source(driver)
+            result.repros[f.invariant] = drawn.source(driver, outs, mode=f.recorded)
 
     # -- one operator ---------------------------------------------------------
 
@@ -264,10 +266,10 @@ class Sweep:
             if call.error or not call.after:
                 continue
             self._result(call.signature).checked += 1
-            findings += check_call(call)
+            findings += [replace(f, recorded=True) for f in check_call(call)]
         if presized and not error:
             findings += self._written_in_place(op, sig, outs, presized, storages)
-        self._record(findings, drawn, sig.name)
+        self._record(findings, drawn, sig.name, outs)
 
     def _plain(self, op, sig: Signature, kwargs: dict[str, Any]) -> Call:
         before = _states(kwargs)
@@ -288,7 +290,7 @@ class Sweep:
             tensors, first = tensors_in(value), tensors_in(outs[name])
             if [storage_of(t) for t in tensors] != storages[name]:
                 problems.append(f"`{name}` already had the result's shape but got new storage")
-            elif not _nondeterministic(op) and not all(
+            elif not _values_unspecified(op) and not all(
                 _same_bits(a, b) for a, b in zip(tensors, first, strict=False)
             ):
                 problems.append(
@@ -297,7 +299,8 @@ class Sweep:
                 )
         if not problems:
             return []
-        return [Finding(OUT, sig.name, f"{sig.name} did not write into out: {'; '.join(problems)}")]
+        message = f"{sig.name} did not write into out: {'; '.join(problems)}"
+        return [Finding(OUT, sig.name, message, recorded=True)]
 
 
 class _Refused(Exception):
@@ -322,9 +325,16 @@ def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     return x is not None and y is not None and bool(torch.equal(x, y))
 
 
-def _nondeterministic(op: torch._ops.OpOverload) -> bool:
+# Operators whose result holds whatever the memory held: `empty` and kin
+_UNINITIALIZED = ("empty", "new_empty", "empty_like", "empty_strided", "empty_permuted")
+
+
+def _values_unspecified(op: torch._ops.OpOverload) -> bool:
+    """Two calls need not give the same values: random operators (tagged
+    nondeterministic_seeded) and the `empty` family."""
     tag = getattr(torch.Tag, "nondeterministic_seeded", None)
-    return tag is not None and tag in op.tags
+    base = op._schema.name.removeprefix("aten::").lstrip("_")
+    return (tag is not None and tag in op.tags) or base in _UNINITIALIZED
 
 
 def sweep_here(job: dict[str, Any]) -> dict[str, Any]:
