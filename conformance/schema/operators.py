@@ -55,6 +55,7 @@ UNSAFE_PACKETS: dict[str, str] = {
     "_scaled_dot_product_flash_attention_for_cpu_backward": _SIGFPE,
     "_unpack_dual": _SEGFAULT,
     "_convert_indices_from_csr_to_coo": _SEGFAULT,
+    "_dyn_quant_pack_4bit_weight": _SIGFPE,
     "_cummax_helper": _SEGFAULT,
     "_cummin_helper": _SEGFAULT,
     "_fft_c2r": _SEGFAULT,
@@ -75,10 +76,16 @@ UNSAFE_PACKETS: dict[str, str] = {
 }
 
 
+# Single overloads, where the operator's other overloads are safe.
+UNSAFE_OVERLOADS: dict[str, str] = {
+    "aten::to.prim_Device": _SEGFAULT + " (a TorchScript builtin taking dtype as a number)",
+}
+
+
 def unsafe_reason(name: str) -> str | None:
     """Why an operator is not called, if it is on the unsafe list."""
     packet = name.removeprefix("aten::").split(".")[0].rstrip("_")
-    return UNSAFE_PACKETS.get(packet)
+    return UNSAFE_OVERLOADS.get(name) or UNSAFE_PACKETS.get(packet)
 
 
 @cache

@@ -32,7 +32,6 @@ from conformance.schema.operators import (
 from conformance.schema.recorder import (
     Call,
     Recorder,
-    bytes_of,
     signature_of,
     state_of,
     storage_of,
@@ -291,7 +290,7 @@ class Sweep:
             if [storage_of(t) for t in tensors] != storages[name]:
                 problems.append(f"`{name}` already had the result's shape but got new storage")
             elif not _values_unspecified(op) and not all(
-                _same_bits(a, b) for a, b in zip(tensors, first, strict=False)
+                _same_result(a, b) for a, b in zip(tensors, first, strict=False)
             ):
                 problems.append(
                     f"`{name}` does not hold the result: it holds {tensors[0].tolist()!r} "
@@ -318,11 +317,14 @@ def _map(fn, value):
     return fn(value)
 
 
-def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+def _same_result(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """The same values, to rounding: a kernel may take another path (and round
+    differently) into an out= tensor of other strides."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    x, y = bytes_of(a), bytes_of(b)
-    return x is not None and y is not None and bool(torch.equal(x, y))
+    if a.is_floating_point() or a.is_complex():
+        return bool(torch.allclose(a, b, rtol=1e-2, atol=1e-3, equal_nan=True))
+    return bool(torch.equal(a, b))
 
 
 # Operators whose result holds whatever the memory held: `empty` and kin
