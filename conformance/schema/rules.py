@@ -173,10 +173,12 @@ def _tensors(value) -> list[torch.Tensor]:
     return []
 
 
-def check_call(call: Call, *, may_alias: bool = False, versions: bool = False) -> list[Finding]:
-    """Every rule on one call. `may_alias`: a `Tensor(a)` result may be a copy
-    (a CompositeImplicitAutograd op, seen from above); `versions`: the call
-    went through ADInplaceOrView, so written inputs must have been bumped."""
+def check_call(call: Call, *, composite: bool = False, versions: bool = False) -> list[Finding]:
+    """Every rule on one call. `composite`: a CompositeImplicitAutograd
+    operator seen from above, whose result annotations only say what *may*
+    alias (its decomposition is what reaches the dispatcher, and is checked
+    call by call); `versions`: the call went through ADInplaceOrView, so
+    written inputs must have been bumped."""
     if call.error:
         return []
     found = _unchanged(call)
@@ -188,9 +190,9 @@ def check_call(call: Call, *, may_alias: bool = False, versions: bool = False) -
             continue
         if ret.alias and ret.write:
             found += _written_return(call, j, ret, outputs)
-        elif ret.alias and not may_alias:
+        elif ret.alias and not composite:
             found += _alias_return(call, j, ret, outputs)
-        elif not ret.alias:
+        elif not ret.alias and not composite:
             found += _fresh_return(call, j, outputs)
     return found
 

@@ -174,7 +174,7 @@ class Sweep:
             result.reason = reason
             return result
         drawer = ArgumentDrawer(sig, self.device, self.dtypes)
-        may_alias = composite_implicit(op)
+        composite = composite_implicit(op)
         twin = functional_twin(op)
 
         @settings(
@@ -190,7 +190,7 @@ class Sweep:
         def attempt(data: st.DataObject) -> None:
             drawn = drawer.draw(data)
             used.add(drawn.dtype)
-            self._call(op, sig, drawn, may_alias, twin)
+            self._call(op, sig, drawn, composite, twin)
 
         used: set[str] = set()
         try:
@@ -231,7 +231,7 @@ class Sweep:
     def _empty(self, dtype: torch.dtype) -> torch.Tensor:
         return torch.empty(0, dtype=dtype, device=self.device)
 
-    def _call(self, op, sig: Signature, drawn: Drawn, may_alias: bool, twin) -> None:
+    def _call(self, op, sig: Signature, drawn: Drawn, composite: bool, twin) -> None:
         result = self.results[sig.name]
         try:
             outs = self._outs(sig, drawn, twin) if sig.is_out else {}
@@ -248,7 +248,7 @@ class Sweep:
             result.last_error = top.error
             return
         result.checked += 1
-        findings = check_call(top, may_alias=may_alias, versions=True)
+        findings = check_call(top, composite=composite, versions=True)
         # 2. under the recorder: every ATen call that reached the backend, each
         # against its own schema; out= tensors now come with the result's shape
         # and a sentinel in them, so the kernel must write into them in place
