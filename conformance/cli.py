@@ -50,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", help="Hypothesis seed (ci defaults to 0)")
     parser.add_argument("--invariants", help="only these invariant IDs (comma-separated globs)")
     parser.add_argument(
+        "--schema",
+        help="ATen operators the schema.* tests check: sample (default), all (default under "
+        "--profile thorough), or names and globs (aten::add*,neg.out)",
+    )
+    parser.add_argument(
         "--workers", default="auto", help="pytest-xdist workers (default: auto; 0 runs in-process)"
     )
     parser.add_argument(
@@ -136,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         pytest_args += ["--report-dir", str(reports[0].parent), "--report-name", args.report_name]
     else:
         pytest_args.append("--no-report")
-    for option in ("devices", "dtypes", "profile", "seed", "invariants", "timeout"):
+    for option in ("devices", "dtypes", "profile", "seed", "invariants", "timeout", "schema"):
         value = getattr(args, option)
         if value is not None:
             pytest_args += [f"--{option}", str(value)]

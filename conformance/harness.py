@@ -31,11 +31,13 @@ class Coverage:
     examples: int = 0
     dtypes: Counter = field(default_factory=Counter)
     steps: int = 0  # steps the differential checked in lockstep
+    operators: dict[str, Any] = field(default_factory=dict)  # the schema sweep's verdicts
 
     def as_dict(self) -> dict[str, Any]:
         out = {"examples": self.examples, "dtypes": dict(sorted(self.dtypes.items()))}
         # combinations skipped for a kernel the build lacks, by reason
         missing = {"not_in_build": dict(sorted(build.MISSING.items()))} if build.MISSING else {}
+        out |= {"operators": self.operators} if self.operators else {}
         return out | ({"steps": self.steps} if self.steps else {}) | missing
 
 

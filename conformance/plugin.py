@@ -38,6 +38,7 @@ from conformance.outcomes import (
     tests_line,
     unfinished,
 )
+from conformance.schema.summary import schema_summary
 from conformance.selection import Selection, SelectionError, current, select, set_current
 from strategies.devices import build_kind
 
@@ -110,6 +111,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"an example running longer is reported hung (default {watch.DEFAULT_LIMIT:g}; "
         "0: no limit)",
     )
+    group.addoption(
+        "--schema",
+        default=None,
+        help="ATen operators the schema.* tests check: 'sample' (default; 'all' under the "
+        "thorough profile), 'all', or comma-separated names and globs (aten::add*,neg.out)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -135,6 +142,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except SelectionError as error:
         raise pytest.UsageError(str(error)) from None
     set_current(selection)
+    _check_schema_option(config.getoption("schema"))
     config.stash[_SELECTION] = selection
     _CONFIG[:] = [config]
     _configure_run_folder(config)
@@ -144,6 +152,22 @@ def pytest_configure(config: pytest.Config) -> None:
     config.option.hypothesis_profile = selection.profile
     if selection.seed is not None:
         config.option.hypothesis_seed = str(selection.seed)
+
+
+def known_failures_of(config: pytest.Config) -> list[KnownFailure]:
+    """The run's known failures that apply to this build (operator entries included)."""
+    return list(config.stash.get(_KNOWN, []))
+
+
+def _check_schema_option(spec: str | None) -> None:
+    if spec in (None, "all", "sample"):
+        return
+    from conformance.schema.operators import select as select_operators
+
+    try:
+        select_operators(spec, 0)
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 _SELECTION = pytest.StashKey[Selection]()
@@ -641,6 +665,8 @@ def _unexpectedly_holding(config: pytest.Config) -> list[KnownFailure]:
     cells = table(OUTCOMES.values())
     holding = []
     for entry in config.stash.get(_KNOWN, []):
+        if entry.operator is not None:
+            continue  # an operator's known failure: the schema sweep reports it
         by_device = cells.get(entry.invariant, {})
         tested = [
             c
@@ -699,6 +725,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     write(f"{line}; {tests}" if tests else line, bold=True)
     for line in not_in_build.lines(not_in_build.tally(OUTCOMES.values())):
         write(line, yellow=True)
+    for line in schema_summary(OUTCOMES.values()):
+        write(line)
     differential = [t for t in OUTCOMES.values() if t.coverage.get("steps")]
     if differential:
         steps = sum(t.coverage["steps"] for t in differential)

@@ -85,6 +85,8 @@ def render_report(report: dict[str, Any]) -> str:
         overall_class=view.overall_class(report),
         counts_line=view.counts_line(report.get("counts", {})),
         run_line=view.run_line(report),
+        operator_rows=view.operator_rows(report),
+        operator_devices=list(report.get("operators", {}).get("devices", {})),
     )
 
 

@@ -24,6 +24,7 @@ from conformance.outcomes import (
     tests_line,
     unfinished,
 )
+from conformance.schema.summary import operator_table, summary_lines
 from reports import FORMAT, SCHEMA_VERSION
 from strategies.dtypes import DTYPES
 
@@ -182,6 +183,7 @@ def build_report(
     records = list(records)
     outcomes = merged(records)
     cells = table(outcomes.values())
+    operators = operator_table(outcomes.values())
     status_counts = summary(cells)
     by_status = unfinished(outcomes.values())
     seen = {r.outcome.nodeid for r in records}
@@ -211,6 +213,7 @@ def build_report(
         "tests": [_test(r) for r in records],
         # tests that crashed, hung or hit an internal error, each with its input and repro
         "unfinished": [_unfinished(r) for r in unfinished_records],
+        "operators": {**operators, "summary": summary_lines(operators)},
     }
 
 

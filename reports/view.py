@@ -109,3 +109,22 @@ def run_line(report: dict[str, Any]) -> list[str]:
     if run.get("invariants"):
         phrases.append(f"invariants {run['invariants']}")
     return phrases
+
+
+_OPERATOR_ORDER = ("violated", "xfailed", "not covered", "held")
+
+
+def operator_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The operator table, one row per operator with a verdict per device:
+    violated first, then known failures, not covered, held."""
+    devices = report.get("operators", {}).get("devices", {})
+    names = sorted({op for entry in devices.values() for op in entry["ops"]})
+    rows = []
+    for name in names:
+        cells = {d: entry["ops"].get(name) for d, entry in devices.items()}
+        statuses = [c["status"] for c in cells.values() if c]
+        worst = min(statuses, key=_OPERATOR_ORDER.index)
+        annotated = any(c.get("annotated") for c in cells.values() if c)
+        rows.append({"op": name, "status": worst, "annotated": annotated, "cells": cells})
+    rows.sort(key=lambda r: (_OPERATOR_ORDER.index(r["status"]), r["op"]))
+    return rows

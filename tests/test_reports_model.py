@@ -30,6 +30,7 @@ TOP_LEVEL = {
     "not_run",
     "invariants",
     "tests",
+    "operators",
 }
 PER_INVARIANT = {
     "id",
