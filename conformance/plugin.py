@@ -52,6 +52,7 @@ __all__ = [
     "pytest_runtest_call",
     "pytest_sessionstart",
     "pytest_unconfigure",
+    "pytest_xdist_node_collection_finished",
     "pytest_runtest_makereport",
     "pytest_runtest_logreport",
     "pytest_terminal_summary",
@@ -274,6 +275,22 @@ def _end_workers_left(folder: Path) -> None:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
+    """Let xdist replace a crashed worker once per test: every crash uses up
+    the test it ran, so this cannot loop, and a build that crashes on many
+    inputs still gets every other test's result. (xdist's own default, 4 per
+    worker, guards against workers that crash while collecting, which the
+    limit still does until collection has finished.)"""
+    config = node.config
+    if getattr(config.option, "maxworkerrestart", None) is not None:
+        return  # the user's --max-worker-restart
+    dsession = config.pluginmanager.getplugin("dsession")
+    current = getattr(dsession, "_max_worker_restart", None)
+    if current is not None:
+        dsession._max_worker_restart = max(current, len(ids) + current)
 
 
 def pytest_configure_node(node) -> None:  # xdist controller -> worker

@@ -31,6 +31,7 @@ TOP_LEVEL = {
     "invariants",
     "tests",
     "operators",
+    "unfinished",
 }
 PER_INVARIANT = {
     "id",
@@ -46,6 +47,7 @@ PER_INVARIANT = {
     "dtypes",
     "devices",
     "failures",
+    "unfinished",
 }
 PER_CELL = {"status", "examples", "dtypes", "reasons", "outcomes", "tests"}
 PER_FAILURE = {"nodeid", "device", "outcome", "when", "crashed", "message", "example", "repro"}
@@ -129,7 +131,7 @@ def test_counts_keep_pytest_order_then_others():
 
 # Importing the suite's module here, outside its own plugin, meets its marks unregistered.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")
-def test_a_crashed_worker_counts_against_the_tests_invariants():
+def test_a_crashed_worker_is_the_tests_own_status_not_a_violation():
     nodeid = "test_clone.py::test_clone_has_new_storage[cpu]"
     crash = pytest.TestReport(
         nodeid=nodeid,
@@ -142,9 +144,50 @@ def test_a_crashed_worker_counts_against_the_tests_invariants():
     record = record_of(crash, "failed", [ROOT / "conformance"])
     assert record.crashed and record.category == "failed"
     assert record.outcome.invariants == ("clone.new_storage",)
-    assert record.outcome.broken == ("clone.new_storage",)
+    assert record.outcome.outcome == "crashed" and record.outcome.broken == ()
+    assert record.outcome.unfinished_on == ("clone.new_storage",)  # a focused test
     assert record.outcome.device == "cpu"
     assert "crashed" in record.outcome.message
+
+
+def _unfinished_report():
+    from conformance.invariants import INVARIANTS
+
+    every = tuple(INVARIANTS)
+    return build_report(
+        [
+            samples.record("test_clone.py::test_new", ("clone.new_storage",), "failed",
+                           outcome_status="crashed"),
+            samples.record("test_differential.py::test_wide", every, "failed",
+                           outcome_status="hung"),
+            samples.record("test_detach.py::test_x", ("detach.shares_storage",), "failed",
+                           outcome_status="internal error"),
+            samples.record("test_clone.py::test_values", ("clone.same_values",), "passed"),
+        ],
+        build=samples.BUILD,
+        run=samples.RUN,
+        exit_status=3,
+    )  # fmt: skip
+
+
+def test_crashed_hung_and_internal_errors_are_counted_apart_from_violations():
+    report = _unfinished_report()
+    inv = report["invariants"]
+    assert inv["clone.new_storage"]["status"] == "crashed"
+    assert inv["detach.shares_storage"]["status"] == "internal error"
+    # the wide test's hang marks none of the rules it names
+    assert inv["clone.same_values"]["status"] == "held"
+    assert inv["grad.retain_grad"]["status"] == "not run"
+    assert report["summary"]["violated"] == 0
+    assert report["summary"]["tests"] == {"crashed": 1, "hung": 1, "internal error": 1}
+    assert "; tests: 1 crashed (test_clone.py::test_new[cpu]), 1 hung" in report["summary"]["text"]
+    statuses = {u["nodeid"]: u["status"] for u in report["unfinished"]}
+    assert statuses == {
+        "test_clone.py::test_new[cpu]": "crashed",
+        "test_differential.py::test_wide[cpu]": "hung",
+        "test_detach.py::test_x[cpu]": "internal error",
+    }
+    assert all(t["violated"] == [] for t in report["tests"])
 
 
 @pytest.mark.parametrize(
@@ -214,3 +257,18 @@ def test_load_round_trips_and_rejects_other_files(tmp_path, report):
             path.write_text(content)
         with pytest.raises(ReportError, match=needle):
             load(path)
+
+
+def test_unfinished_tests_show_on_the_page_and_in_the_merge(tmp_path):
+    from reports import cli
+    from reports.html import render_report
+
+    report = _unfinished_report()
+    page = render_report(report)
+    assert "Crashed and hung tests" in page and 'id="internal-errors"' in page
+    assert 'data-status="crashed"' in page and "st-internal-error" in page
+    path = tmp_path / "a.json"
+    path.write_text(dumps(report))
+    assert cli.main(["merge", str(path), "-o", str(tmp_path / "m.html")]) == 0
+    matrix = (tmp_path / "m.html").read_text()
+    assert "1 test crashed" in matrix and "1 test internal error" in matrix

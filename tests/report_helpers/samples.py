@@ -61,11 +61,12 @@ def record(
     **fields: Any,
 ) -> Record:
     coverage = {"examples": sum((dtypes or {}).values()), "dtypes": dtypes or {}}
+    status = fields.pop("outcome_status", category)  # crashed, hung, internal error
     outcome = TestOutcome(
         nodeid=f"{nodeid}[{device}]",
         invariants=invariants,
         device=device,
-        outcome=category,
+        outcome=status,
         coverage=coverage,
         **fields,
     )
