@@ -39,7 +39,7 @@ def plant(name: str, breaks: str, what: str):
 
 
 def install(name: str) -> None:
-    (PLANTS.get(name) or PLANTS_PROBLEMS[name]).install()
+    (PLANTS.get(name) or PLANTS_PROBLEMS.get(name) or LACKING[name]).install()
 
 
 # --- helpers -----------------------------------------------------------------
@@ -1756,3 +1756,60 @@ def _():
         os.kill(os.getpid(), signal.SIGSEGV)
 
     return sin
+
+
+# --- kernels a build lacks (issue 9) ------------------------------------------------
+# Not violations: builds that lack a kernel the way torch 2.0's CPU build lacks
+# float16 exp. The suite must skip and count them (conformance.build), so they
+# are kept apart from PLANTS, which the suite must report.
+
+LACKING: dict[str, Plant] = {}
+
+
+def lacking(name: str, what: str):
+    def register(install: Callable[[], None]) -> Callable[[], None]:
+        LACKING[name] = Plant(name, "", what, install)
+        return install
+
+    return register
+
+
+def _not_implemented(kernel: str, dtype) -> RuntimeError:
+    names = {"float16": "Half", "bfloat16": "BFloat16"}
+    name = names.get(str(dtype).removeprefix("torch."), str(dtype))
+    return RuntimeError(f"\"{kernel}\" not implemented for '{name}'")
+
+
+@lacking("no_exp@float16", "x.exp() and x.exp_() of float16 raise as on torch 2.0's CPU build")
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def exp(self, *args, **kwargs):
+            if self.dtype == torch.float16:
+                raise _not_implemented("exp_vml_cpu", self.dtype)
+            return orig(self, *args, **kwargs)
+
+        return exp
+
+    _replace("exp", make)
+    _replace("exp_", make)
+
+
+@plant(
+    "exp_unimplemented@strided",
+    "ops.values",
+    "x.exp() of a non-contiguous tensor says its kernel is not implemented",
+)
+def _():
+    # the kernel exists (a fresh contiguous tensor works): a narrow probe
+    # must not take this for a build that lacks it
+    def make(orig):
+        def exp(self, *args, **kwargs):
+            if not self.is_contiguous():
+                raise _not_implemented("exp_vml_cpu", self.dtype)
+            return orig(self, *args, **kwargs)
+
+        return exp
+
+    _replace("exp", make)
