@@ -123,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
         select(args.devices, args.dtypes, args.profile, args.seed)
     except SelectionError as error:
         return _fail(str(error))
+    if args.schema not in (None, "all", "sample"):
+        from conformance.schema.operators import select as select_operators
+
+        try:
+            select_operators(args.schema, 0)
+        except ValueError as error:
+            return _fail(str(error))
 
     import pytest
 

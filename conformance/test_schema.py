@@ -100,8 +100,11 @@ def test_operators_keep_their_schemas(device, shard, request):
     if len(broken) == 1:
         raise next(iter(broken.values()))
     if broken:
-        ops = ", ".join(sorted({op for op, _ in broken}))
-        raise SchemaViolations(f"{len(broken)} schema violations: {ops}", list(broken.values()))
+        by_rule: dict[str, list[str]] = {}
+        for op, rule in sorted(broken):
+            by_rule.setdefault(rule, []).append(op)
+        listed = "; ".join(f"{rule}: {', '.join(ops)}" for rule, ops in sorted(by_rule.items()))
+        raise SchemaViolations(f"{len(broken)} schema violations ({listed})", list(broken.values()))
 
 
 class SchemaViolations(AssertionError):

@@ -11,6 +11,7 @@ import json
 import pytest
 import torch
 
+from conformance.known_failures import SHIPPED, KnownFailure, load
 from conformance.outcomes import TestOutcome as Outcome
 from conformance.schema.arguments import uncoverable_reason
 from conformance.schema.isolated import sweep_isolated
@@ -19,7 +20,7 @@ from conformance.schema.recorder import Recorder
 from conformance.schema.rules import RULES
 from conformance.schema.signature import Signature
 from conformance.schema.summary import operator_table, summary_lines
-from conformance.schema.sweep import HELD, NOT_COVERED, VIOLATED, Sweep
+from conformance.schema.sweep import HELD, NOT_COVERED, VIOLATED, XFAILED, Sweep
 from conformance.selection import current
 from reports.html import render_report
 from reports.metadata import build_info, run_info
@@ -183,3 +184,23 @@ def test_a_crashing_operator_is_not_covered_and_the_sweep_goes_on(monkeypatch):
     assert swept["ops"]["aten::neg"]["status"] == HELD
     assert swept["ops"]["aten::cos"]["status"] == HELD  # a new child went on after the crash
     assert swept["driven"] == 3
+
+
+def test_an_operator_known_failure_excuses_that_operator_only():
+    library = override_kernel("schema_fresh@neg")
+    try:
+        known = {("aten::neg", "schema.fresh_output"): "planted"}
+        sweep = Sweep("cpu", DTYPES, attempts=2, run_seed=0, known=known)
+        sweep.check(by_name()["aten::neg"])
+    finally:
+        library._destroy()
+    assert sweep.results["aten::neg"].status == XFAILED
+    entry = KnownFailure("schema.fresh_output", "r", "l", "here", operator="aten::neg")
+    assert not entry.covers("schema.fresh_output", "cpu")  # never the whole invariant
+    assert "aten::neg" in entry.label
+
+
+def test_the_shipped_operator_entries_name_real_operators_and_rules():
+    entries = [e for e in load(SHIPPED) if e.operator is not None]
+    assert entries and all(e.invariant in RULES for e in entries)
+    assert {e.operator for e in entries} <= set(by_name())

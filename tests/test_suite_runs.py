@@ -24,6 +24,7 @@ def test_clean_torch_passes_ci_profile():
         (["--profile", "nightly"], "unknown profile 'nightly'"),
         (["--seed", "abc"], "seed must be an integer"),
         (["--devices", "cuda:7"], "is not present"),
+        (["--schema", "aten::no_such_op"], "matches no ATen operator"),
     ],
 )
 def test_usage_errors_are_one_line_with_status_4(args, needle):

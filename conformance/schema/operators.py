@@ -59,6 +59,9 @@ UNSAFE_PACKETS: dict[str, str] = {
     "_cummax_helper": _SEGFAULT,
     "_cummin_helper": _SEGFAULT,
     "_fft_c2r": _SEGFAULT,
+    "_masked_softmax": _SIGFPE,
+    "_masked_softmax_backward": _SIGFPE,
+    "_native_batch_norm_legit": _SEGFAULT,
     "_foreach_copy": _SEGFAULT,
     "_nnpack_spatial_convolution": _SEGFAULT,
     "_slow_conv2d_backward": _SEGFAULT,
@@ -71,6 +74,7 @@ UNSAFE_PACKETS: dict[str, str] = {
     "batch_norm_backward": _SIGFPE,
     "mkldnn_rnn_layer": _SIGFPE,
     "native_batch_norm_backward": _SEGFAULT,
+    "normal_functional": _SEGFAULT,
     "quantized_lstm_cell": _SEGFAULT,
     "rrelu_with_noise": _SEGFAULT,
 }

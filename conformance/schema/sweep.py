@@ -328,7 +328,14 @@ def _same_result(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 # Operators whose result holds whatever the memory held: `empty` and kin
-_UNINITIALIZED = ("empty", "new_empty", "empty_like", "empty_strided", "empty_permuted")
+_UNINITIALIZED = (
+    "empty",
+    "new_empty",
+    "new_empty_strided",
+    "empty_like",
+    "empty_strided",
+    "empty_permuted",
+)
 
 
 def _values_unspecified(op: torch._ops.OpOverload) -> bool:
