@@ -288,9 +288,9 @@ def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
     if getattr(config.option, "maxworkerrestart", None) is not None:
         return  # the user's --max-worker-restart
     dsession = config.pluginmanager.getplugin("dsession")
-    current = getattr(dsession, "_max_worker_restart", None)
-    if current is not None:
-        dsession._max_worker_restart = max(current, len(ids) + current)
+    if getattr(dsession, "_max_worker_restart", None) is not None:
+        workers = config.option.numprocesses if isinstance(config.option.numprocesses, int) else 1
+        dsession._max_worker_restart = len(ids) + 4 * max(workers, 1)
 
 
 def pytest_configure_node(node) -> None:  # xdist controller -> worker

@@ -18,11 +18,15 @@ in two stages:
    example ends, the test is reported hung with its input, and the process
    goes on (this works whenever the hang returns to Python or waits in a
    system call, as a Python loop or a sleep does);
-2. if the process is still stuck `GRACE` seconds later (a loop in C that
-   never returns to Python), faulthandler's own thread, which needs no GIL,
-   writes every thread's traceback to the hang file and ends the process.
+2. if the process is still stuck `GRACE` seconds later (a kernel that
+   never returns to Python), a watchdog thread writes every thread's
+   traceback to the hang file (with faulthandler) and ends the process.
    xdist replaces the worker, and the controller reports the test hung from
-   the files left behind.
+   the files left behind. (With `--workers 0` that ends the run.) The
+   thread needs the GIL, which torch's kernels release; only C code that
+   spins holding it escapes. Arming faulthandler's own timer per example
+   would need no GIL, but it starts and joins a thread each time: it made
+   the differential twice as slow.
 
 Once an example of the run has hung, later examples get at most
 `AFTER_HANG` seconds: a build that hangs once usually hangs on the next
@@ -37,6 +41,7 @@ import json
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -47,6 +52,7 @@ DEFAULT_LIMIT = 60.0  # seconds per example: generous, every example of the defa
 GRACE = 5.0
 AFTER_HANG = 5.0
 HUNG_MARK = "hung"  # a file in the run folder: some example of this run hung
+HUNG_EXIT = 86  # the status a worker the watchdog ended exits with
 
 
 class ExampleHung(BaseException):
@@ -101,10 +107,22 @@ class Recorder:
         self._hang = os.open(self.files.hang, flags, 0o644)
         self._count = 0
         self._armed = False
+        self._deadline: float | None = None  # monotonic time the last stage acts at
         self._main = threading.current_thread() is threading.main_thread()
         faulthandler.enable(file=self._fatal, all_threads=True)
-        if self._main and limit:
-            signal.signal(signal.SIGALRM, self._alarm)
+        self._stop = threading.Event()
+        if limit:
+            if self._main:
+                signal.signal(signal.SIGALRM, self._alarm)
+            threading.Thread(target=self._watch, name="conformance-watchdog", daemon=True).start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.25):
+            deadline = self._deadline
+            if deadline is not None and time.monotonic() > deadline:
+                os.write(self._hang, f"Timeout: example {self._count} hung\n".encode())
+                faulthandler.dump_traceback(file=self._hang, all_threads=True)
+                os._exit(HUNG_EXIT)
 
     def _alarm(self, signum: int, frame: Any) -> None:
         self._armed = False
@@ -131,7 +149,7 @@ class Recorder:
         os.write(self._example, (json.dumps(head) + "\n").encode())
         if limit:
             self._current_limit = limit
-            faulthandler.dump_traceback_later(limit + GRACE, exit=True, file=self._hang)
+            self._deadline = time.monotonic() + limit + GRACE
             if self._main:
                 signal.setitimer(signal.ITIMER_REAL, limit)
             self._armed = True
@@ -144,11 +162,12 @@ class Recorder:
         if self._armed:
             if self._main:
                 signal.setitimer(signal.ITIMER_REAL, 0)
-            faulthandler.cancel_dump_traceback_later()
+            self._deadline = None
             self._armed = False
         self.note(finished=True)  # kept for the report; a crash now is not this example's
 
     def close(self) -> None:
+        self._stop.set()
         self.finish()
         faulthandler.disable()
         for fd in (self._example, self._fatal, self._hang):
