@@ -83,11 +83,14 @@ DIFFERENCES: dict[str, ReleaseDifference] = {
         ),
         ReleaseDifference(
             "full_slice_write_is_view_write",
-            "<2.5",
-            "`x[:] = v` (and `x[...] = v` with a tensor v) writes through a view of x: on a "
-            "leaf that requires grad it raises the view-of-a-leaf error",
+            # 2.0.1, 2.4.1 and 2.6.0 write a view, 2.9.1 and later x itself (bisected
+            # with the release wheels; 2.7 and 2.8: see docs/releases.md)
+            "<2.7",
+            "`x[:] = v` (a whole-dimension slice without its stop, or with a stop past the "
+            "end) writes through a view of x: on a leaf that requires grad it raises the "
+            "view-of-a-leaf error",
             "`x[:] = v` writes x itself and raises the leaf error",
-            "https://github.com/pytorch/pytorch/pull/124753",
+            "not found upstream (pytorch/pytorch#119625, 2.3, shows the old test); bisected",
         ),
         ReleaseDifference(
             "setitem_fill_skips_overlap_check",

@@ -15,9 +15,10 @@ class Release:
     """The release-dependent behaviour the model follows."""
 
     # A slice over a whole dimension written without its stop (`x[:]`, `x[0:]`,
-    # or a stop past the end) makes no op and hands back x itself; before 2.5
-    # only a stop equal to the size did (`x[0:n]`), and `x[:] = v` wrote
-    # through a view of x (a leaf then raised the view-of-a-leaf error).
+    # or a stop past the end) makes no op and hands back x itself; in older
+    # releases (2.6 and before) only a stop equal to the size did (`x[0:n]`),
+    # and `x[:] = v` wrote through a view of x (a leaf then raised the
+    # view-of-a-leaf error).
     open_slice_is_identity: bool = True
     # `x[index] = v` with a scalar or 0-d v fills the indexed part; on memory
     # that several of its elements share it raises like any other write. Up

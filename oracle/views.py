@@ -31,7 +31,7 @@ def _reshape_back(g: np.ndarray, in_shape: Shape) -> np.ndarray:
 
 def index_is_identity(shape: Shape, index: tuple, open_slices: bool = True) -> bool:
     """torch's applySlicing makes no op for these items (x[()], x[0:], x[:, :]);
-    with `open_slices` False (releases before 2.5, see oracle.releases) only
+    with `open_slices` False (older releases, see oracle.releases) only
     for slices whose stop is the size itself (x[0:n])."""
     return all(
         isinstance(i, slice)

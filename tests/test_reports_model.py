@@ -29,6 +29,7 @@ TOP_LEVEL = {
     "collected",
     "not_run",
     "invariants",
+    "not_in_build",
     "tests",
     "operators",
     "unfinished",
@@ -272,3 +273,29 @@ def test_unfinished_tests_show_on_the_page_and_in_the_merge(tmp_path):
     assert cli.main(["merge", str(path), "-o", str(tmp_path / "m.html")]) == 0
     matrix = (tmp_path / "m.html").read_text()
     assert "1 test crashed" in matrix and "1 test internal error" in matrix
+
+
+def test_a_test_of_many_rules_is_xfailed_only_for_the_listed_rule_it_broke():
+    from conformance.outcomes import HELD, XFAILED, table
+
+    many = ("grad.nonscalar_needs_gradient", "clone.new_storage", "view.write_visible")
+    differential = samples.record(
+        "test_differential.py::test_agrees",
+        many,
+        "xfailed",
+        violated=("grad.nonscalar_needs_gradient",),
+    ).outcome
+    cells = table([differential])
+    assert cells["grad.nonscalar_needs_gradient"]["cpu"].status == XFAILED
+    assert cells["clone.new_storage"]["cpu"].status == HELD
+    assert cells["view.write_visible"]["cpu"].status == HELD
+
+
+def test_the_report_lists_what_the_build_lacks():
+    outcome = samples.record("test_ops.py::test_values", ("ops.values",), "passed").outcome
+    outcome.coverage["not_in_build"] = {"not in this build: x.exp() for float16 on cpu": 3}
+    other = samples.record("test_ops.py::test_grad", ("grad.formula",), "passed").outcome
+    other.coverage["not_in_build"] = {"not in this build: x.exp() for float16 on cpu": 2}
+    from conformance.not_in_build import tally
+
+    assert tally([outcome, other]) == {"not in this build: x.exp() for float16 on cpu": 5}
