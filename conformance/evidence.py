@@ -30,14 +30,28 @@ def example_text(entries: list[dict[str, Any]]) -> str:
     draw, a chain as its listing, with the step that was running marked."""
     lines: list[str] = []
     step = running_step(entries)
-    for number, entry in enumerate((e for e in entries if "draw" in e), start=1):
+    draws = [e for e in entries if "draw" in e]
+    for number, entry in enumerate(draws, start=1):
         if "program" in entry:
             program = _program(entry)
             lines.append(f"Draw {number} ({entry['draw']}): a chain of {len(program.steps)} steps")
             lines += _listing(program, step)
         else:
             lines.append(f"Draw {number} ({entry['draw']}): {entry.get('value', '')}")
+    unfinished = drawing(entries)
+    if unfinished is not None:
+        lines.append(
+            f"Draw {len(draws) + 1} ({unfinished}): never returned: it happened while this "
+            "input was drawn (the strategy builds its tensor with torch)"
+        )
     return "\n".join(lines)
+
+
+def drawing(entries: list[dict[str, Any]]) -> str | None:
+    """The label of a draw that started and never returned, or None."""
+    started = [e["drawing"] for e in entries if "drawing" in e]
+    done = [e["draw"] for e in entries if "draw" in e]
+    return started[-1] if len(started) > len(done) else None
 
 
 def running_step(entries: list[dict[str, Any]]) -> int | None:
@@ -156,6 +170,12 @@ class Minimizer:
             return
         how, lines = found
         wanted = HUNG if hung else CRASHED
+        if how != wanted and drawing(entries) is not None:
+            outcome.problem["repro_note"] = (
+                f"no repro: it happened while the input {drawing(entries)!r} was drawn, before "
+                "its choices were recorded"
+            )
+            return
         if how != wanted:
             outcome.problem["repro_note"] = (
                 f"no repro: the example, replayed on its own, {_ended(how)}; what failed "

@@ -96,6 +96,7 @@ class Example:
         """A labelled draw. An exception from the strategy is the suite's
         (an InternalError); what was drawn is recorded before the test uses
         it, so that a crash or hang that follows leaves it behind."""
+        watch.note(drawing=label)  # a crash inside the draw (building a tensor) says so
         with suite_code(f"drawing {label!r}"):
             value = self.data.draw(strategy, label=label)
             if isinstance(value, Program):  # rendered only if it crashes

@@ -590,6 +590,11 @@ def _unfinished_outcome(report: pytest.TestReport, props: dict, problem: dict) -
         elif context and evidence.choices_of(entries):
             problem["repro_note"] = "no repro: replaying the example did not finish in time"
             _MINIMIZER.submit_replay(outcome, context, entries, _CONFIG[0].getoption("timeout"))
+        elif (label := evidence.drawing(entries)) is not None:
+            problem["repro_note"] = (
+                f"no repro: it happened while the input {label!r} was drawn (the strategy "
+                "builds its tensor with torch), before its choices were recorded"
+            )
     return outcome
 
 
