@@ -55,7 +55,7 @@ def sweep_isolated(job: dict[str, Any], hang_seconds: float = HANG_SECONDS) -> d
             code, why = running[1], running[2]
             verdicts[running[0]] = {
                 "status": "not covered",
-                "annotated": False,
+                "annotated": _annotated(running[0]),
                 "checked": 0,
                 "raised": 0,
                 "reason": why or _describe_exit(code),
@@ -63,6 +63,13 @@ def sweep_isolated(job: dict[str, Any], hang_seconds: float = HANG_SECONDS) -> d
             driven += 1
             remaining = [op for op in remaining if op != running[0]]
     return {"ops": verdicts, "seconds": seconds, "driven": driven, "dtypes": dtypes}
+
+
+def _annotated(name: str) -> bool:
+    from conformance.schema.operators import by_name  # torch: the parent has it already
+    from conformance.schema.signature import Signature
+
+    return Signature.of(by_name()[name]._schema).annotated
 
 
 def _merge(verdicts: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> None:
