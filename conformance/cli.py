@@ -24,8 +24,8 @@ exit status:
   1  at least one invariant was violated
   2  interrupted
   3  internal error
-  4  usage error: unknown device, dtype or profile; a requested device that is
-     absent; a bad seed; no torch installed
+  4  usage error: unknown device, dtype, profile or compile backend; a requested
+     device that is absent; a bad seed; no torch installed
   5  no test selected
 """
 
@@ -48,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--profile", help="Hypothesis profile: dev (default), ci, thorough")
     parser.add_argument("--seed", help="Hypothesis seed (ci defaults to 0)")
     parser.add_argument("--invariants", help="only these invariant IDs (comma-separated globs)")
+    parser.add_argument(
+        "--compile",
+        metavar="BACKEND[,BACKEND...]",
+        help="also check torch.compile against eager under these backends: eager, aot_eager, "
+        "inductor, any registered with Dynamo, or module:callable",
+    )
     parser.add_argument(
         "--workers", default="auto", help="pytest-xdist workers (default: auto; 0 runs in-process)"
     )
@@ -102,6 +108,12 @@ def main(argv: list[str] | None = None) -> int:
         select(args.devices, args.dtypes, args.profile, args.seed)
     except SelectionError as error:
         return _fail(str(error))
+    from conformance.compiled.targets import TargetError, parse_targets
+
+    try:
+        parse_targets(args.compile)
+    except TargetError as error:
+        return _fail(str(error))
 
     import pytest
 
@@ -120,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         pytest_args += ["--report-dir", str(reports[0].parent), "--report-name", args.report_name]
     else:
         pytest_args.append("--no-report")
-    for option in ("devices", "dtypes", "profile", "seed", "invariants"):
+    for option in ("devices", "dtypes", "profile", "seed", "invariants", "compile"):
         value = getattr(args, option)
         if value is not None:
             pytest_args += [f"--{option}", str(value)]

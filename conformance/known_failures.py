@@ -48,6 +48,11 @@ class KnownFailure:
     device: str | None = None
     dtype: str | None = None
     versions: str | None = None
+    # a torch.compile backend (--compile): the entry holds for that target
+    # only; without one, for eager and every target
+    target: str | None = None
+    # ops the failing (minimal) program uses: the entry holds only where all do
+    ops: tuple[str, ...] | None = None
 
     def applies_to_build(self, torch_version: str) -> bool:
         if self.versions is None:
@@ -55,27 +60,39 @@ class KnownFailure:
         check = Invariant(self.invariant, "", "", "", self.versions)
         return check.applies_to(torch_version)
 
-    def covers(self, invariant: str, device: str, dtypes: set[str] | None = None) -> bool:
-        """Whether a violation of `invariant` on `device` (by an example that
-        used `dtypes`, when known) is this known failure."""
+    def covers(
+        self,
+        invariant: str,
+        device: str,
+        dtypes: set[str] | None = None,
+        ops: set[str] | None = None,
+    ) -> bool:
+        """Whether a violation of `invariant` on `device` (a report column:
+        `cpu`, or `cpu/aot_eager` compiled; by an example that used `dtypes`
+        and `ops`, when known) is this known failure."""
+        device, _, target = device.partition("/")
         if invariant != self.invariant:
             return False
         if self.device is not None and self.device != device:
             return False
+        if self.target is not None and self.target != target:
+            return False
         if self.dtype is not None and dtypes is not None and self.dtype not in dtypes:
+            return False
+        if self.ops is not None and (ops is None or not set(self.ops) <= ops):
             return False
         return True
 
     @property
     def label(self) -> str:
-        scope = "".join(f" [{x}]" for x in (self.device, self.dtype) if x)
+        scope = "".join(f" [{x}]" for x in (self.device, self.target, self.dtype) if x)
         return f"{self.invariant}{scope}"
 
     def xfail_reason(self) -> str:
         return f"known failure {self.label}: {self.reason} ({self.link})"
 
 
-_FIELDS = {"invariant", "reason", "link", "device", "dtype", "versions"}
+_FIELDS = {"invariant", "reason", "link", "device", "dtype", "versions", "target", "ops"}
 
 
 def load(path: Path) -> list[KnownFailure]:
@@ -105,7 +122,13 @@ def load(path: Path) -> list[KnownFailure]:
                 raise KnownFailuresError(
                     f"{where}: versions {entry['versions']!r} is not a version specifier"
                 ) from None
-        found.append(KnownFailure(where=where, **{k: str(v) for k, v in entry.items()}))
+        ops = entry.pop("ops", None)
+        if ops is not None and (
+            not isinstance(ops, list) or not all(isinstance(o, str) for o in ops)
+        ):
+            raise KnownFailuresError(f"{where}: ops must be a list of op names")
+        fields = {k: str(v) for k, v in entry.items()}
+        found.append(KnownFailure(where=where, ops=None if ops is None else tuple(ops), **fields))
     return found
 
 

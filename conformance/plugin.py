@@ -15,6 +15,7 @@ from hypothesis import Phase, settings
 
 from conformance import harness, known_failures
 from conformance.check import InvariantViolation
+from conformance.compiled import targets as compile_targets
 from conformance.invariants import INVARIANTS
 from conformance.known_failures import KnownFailure
 from conformance.nodeids import device_of, invariants_of
@@ -80,6 +81,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="only the tests of these invariant IDs (comma-separated, globs allowed)",
     )
+    group.addoption(
+        "--compile",
+        default=None,
+        metavar="BACKEND[,BACKEND...]",
+        help="also run the compiled differential under these torch.compile backends "
+        "(eager, aot_eager, inductor, any registered backend, or module:callable)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -106,6 +114,10 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(error)) from None
     set_current(selection)
     config.stash[_SELECTION] = selection
+    try:
+        compile_targets.set_targets(compile_targets.parse_targets(config.getoption("compile")))
+    except compile_targets.TargetError as error:
+        raise pytest.UsageError(str(error)) from None
     _CONFIG[:] = [config]
     _configure_known_failures(config, selection)
     # Hypothesis's own plugin applies these in its pytest_configure, after ours.
@@ -162,10 +174,14 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [
         f"torch {torch.__version__} (git {git}), build: {build_kind()}{debug}",
         *selection.describe(),
+        *([compile_targets.describe(compile_targets.current_targets())]
+          if compile_targets.current_targets() else []),
     ]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "target" in metafunc.fixturenames:
+        _parametrize_targets(metafunc)
     if "device" not in metafunc.fixturenames:
         return
     selection = current()
@@ -176,6 +192,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for d in selection.devices
     ]
     metafunc.parametrize("device", params)
+
+
+def _parametrize_targets(metafunc: pytest.Metafunc) -> None:
+    """One test per --compile target; without any, one skipped test that says how."""
+    chosen = compile_targets.current_targets()
+    params = [
+        pytest.param(
+            t, id=t.name, marks=() if t.available else pytest.mark.skip(reason=t.reason)
+        )
+        for t in chosen
+    ] or [pytest.param(None, id="no-target", marks=pytest.mark.skip(
+        reason="no compile target: run with --compile aot_eager (or another backend)"))]
+    metafunc.parametrize("target", params)
 
 
 def _declared(item: pytest.Item) -> tuple[str, ...]:
@@ -200,6 +229,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             drop.append(item)
             continue
         device = item.callspec.params.get("device", "cpu") if hasattr(item, "callspec") else "cpu"
+        target = item.callspec.params.get("target") if hasattr(item, "callspec") else None
+        device = compile_targets.column(device, getattr(target, "name", None))
         item.user_properties.append(("invariants", list(ids)))
         item.user_properties.append(("device", device))
         _mark_known(config, item, ids, device)
@@ -287,10 +318,11 @@ def _known_if_listed(item: pytest.Item, report: pytest.TestReport, ids: list[str
         return
     device = dict(item.user_properties).get("device", "cpu")
     dtypes = set(harness.LAST_EXAMPLE_DTYPES)
+    ops = set(harness.LAST_EXAMPLE_OPS) or None
     covering = item.stash.get(_COVERING, [])
     matched = []
     for invariant in ids:
-        entry = next((e for e in covering if e.covers(invariant, device, dtypes)), None)
+        entry = next((e for e in covering if e.covers(invariant, device, dtypes, ops)), None)
         if entry is None:
             return
         matched.append(entry)
@@ -389,8 +421,9 @@ def _unexpectedly_holding(config: pytest.Config) -> list[KnownFailure]:
         tested = [
             c
             for d, c in by_device.items()
-            if entry.device in (None, d) and c.status in (HELD, VIOLATED, XFAILED)
-        ]  # an absent device's skipped cell says nothing either way
+            if entry.covers(entry.invariant, d) and c.status in (HELD, VIOLATED, XFAILED)
+        ]  # an absent device's skipped cell says nothing either way; nor, for an
+        # entry narrowed to ops, does a run whose programs never used them all
         if tested and all(c.status == HELD for c in tested):
             holding.append(entry)
     return holding

@@ -1,0 +1,74 @@
+"""The differential, compiled: the differential's programs as Python
+functions, run eagerly and under each `--compile` target on identical fresh
+inputs, compared on everything a caller can observe (compile.*); eager is
+still held to the reference model on the same programs. A divergence is
+minimized, named by invariant, and comes with a standalone repro script."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
+
+from conformance import harness
+from conformance.check import InvariantViolation
+from conformance.compiled.compare import compare
+from conformance.compiled.minimize import minimize
+from conformance.compiled.motifs import compiled_programs
+from conformance.compiled.repro import repro_script
+from conformance.compiled.run import execute
+from conformance.compiled.targets import Target
+from conformance.differential.attribution import attribute
+from conformance.differential.listing import listing
+from conformance.differential.lockstep import execute as lockstep
+from conformance.harness import Example
+from conformance.invariants import CATALOGUE
+
+COMPILE_IDS = tuple(inv.id for inv in CATALOGUE if inv.family == "compile")
+EAGER_IDS = tuple(inv.id for inv in CATALOGUE if inv.family != "compile")
+
+# Each program costs a compilation (about 0.4 s with aot_eager): fewer
+# programs than the eager differential, spread over shards for xdist.
+SHARDS = 4
+EXAMPLES_PER_SHARD = 0.5  # times the profile's max_examples
+
+
+@pytest.mark.invariant(*COMPILE_IDS, *EAGER_IDS)
+@pytest.mark.parametrize("shard", range(SHARDS))
+@given(data=st.data())
+@settings(
+    max_examples=max(1, int(settings.default.max_examples * EXAMPLES_PER_SHARD)),
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+)
+def test_compiled_agrees_with_eager(device, target: Target, shard, data):
+    ex = Example(data, device)
+    base, program = ex.draw(compiled_programs((device,), ex.dtypes(), salt=shard), "programs")
+    for step in program.args:
+        if step.op == "leaf":
+            ex.record(step.leaf.dtype)
+    # eager, held to the reference model on the generator's own program
+    run, found = lockstep(base)
+    harness.COVERAGE.steps += run.steps_checked
+    if found is not None:
+        invariant = attribute(run, found)
+        raise InvariantViolation(
+            invariant,
+            f"eager torch, after step {found.step}: {found.message}\n\n"
+            + "\n".join(listing(base)),
+            example="\n".join(listing(base)),
+        )
+    divergence = compare(program, execute(program, None), execute(program, target))
+    if divergence is None:
+        return
+    program, divergence = minimize(program, target, divergence)
+    harness.LAST_EXAMPLE_OPS.clear()
+    harness.LAST_EXAMPLE_OPS.update(program.ops)
+    example = "\n".join(program.listing())
+    script = repro_script(program, target, divergence)
+    raise InvariantViolation(
+        divergence.invariant,
+        f"eager and {target.name} differ {divergence.message}\n\nminimal program:\n{example}\n\n"
+        f"repro script:\n{script}",
+        example=example,
+        repro=script,
+    )
