@@ -53,6 +53,8 @@ class KnownFailure:
     target: str | None = None
     # ops the failing (minimal) program uses: the entry holds only where all do
     ops: tuple[str, ...] | None = None
+    # a substring of the failure's message: one class of divergence only
+    message: str | None = None
 
     def applies_to_build(self, torch_version: str) -> bool:
         if self.versions is None:
@@ -66,6 +68,7 @@ class KnownFailure:
         device: str,
         dtypes: set[str] | None = None,
         ops: set[str] | None = None,
+        text: str | None = None,
     ) -> bool:
         """Whether a violation of `invariant` on `device` (a report column:
         `cpu`, or `cpu/aot_eager` compiled; by an example that used `dtypes`
@@ -81,6 +84,8 @@ class KnownFailure:
             return False
         if self.ops is not None and (ops is None or not set(self.ops) <= ops):
             return False
+        if self.message is not None and (text is None or self.message not in text):
+            return False
         return True
 
     @property
@@ -92,7 +97,7 @@ class KnownFailure:
         return f"known failure {self.label}: {self.reason} ({self.link})"
 
 
-_FIELDS = {"invariant", "reason", "link", "device", "dtype", "versions", "target", "ops"}
+_FIELDS = {"invariant", "reason", "link", "device", "dtype", "versions", "target", "ops", "message"}
 
 
 def load(path: Path) -> list[KnownFailure]:

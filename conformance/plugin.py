@@ -319,10 +319,13 @@ def _known_if_listed(item: pytest.Item, report: pytest.TestReport, ids: list[str
     device = dict(item.user_properties).get("device", "cpu")
     dtypes = set(harness.LAST_EXAMPLE_DTYPES)
     ops = set(harness.LAST_EXAMPLE_OPS) or None
+    text = str(report.longrepr)
     covering = item.stash.get(_COVERING, [])
     matched = []
     for invariant in ids:
-        entry = next((e for e in covering if e.covers(invariant, device, dtypes, ops)), None)
+        entry = next(
+            (e for e in covering if e.covers(invariant, device, dtypes, ops, text)), None
+        )
         if entry is None:
             return
         matched.append(entry)

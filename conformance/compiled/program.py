@@ -43,6 +43,8 @@ class CStep:
         names = [f"t{i}" for i in self.ins]
         if self.op == "leaf":
             code = self.leaf.source()
+            if self.leaf.inference:
+                return f"with torch.inference_mode():\n    t{self.out} = {code}"
         elif self.op in COMPILE_OPS:
             code = COMPILE_OPS[self.op].source(names, self.params)
         else:
@@ -94,7 +96,8 @@ class CompiledProgram:
         return scope["program"]
 
     def listing(self) -> list[str]:
-        lines = ["# made outside, passed in:"] + [s.source() for s in self.args]
+        lines = ["# made outside, passed in:"]
+        lines += [line for s in self.args for line in s.source().splitlines()]
         lines += ["", "# compiled" + (" (dynamic=True)" if self.dynamic else "") + ":"]
         lines += self.function_source().splitlines()
         lines += ["", f"{', '.join(f't{i}' for i in self.output_tokens) or '()'} = "

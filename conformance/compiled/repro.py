@@ -61,7 +61,7 @@ def repro_script(program: CompiledProgram, target: Target, found: Divergence) ->
     lines += _OBSERVE.splitlines() + [""]
     lines += program.function_source().splitlines() + [""]
     lines += ["", "def run(fn):", '    """Fresh inputs, the call, then the eager steps after it."""']
-    lines += _indent([s.source() for s in program.args])
+    lines += _indent([line for s in program.args for line in s.source().splitlines()])
     lines += ["    seen, errors = {}, []"]
     lines += [f"    before = {{{', '.join(f'{a!r}: {a}._version' for a in args)}}}", "    try:"]
     call = f"{', '.join(outs)}{',' if len(outs) == 1 else ''} = " if outs else ""
