@@ -81,7 +81,7 @@ def execute(program: CompiledProgram, target: Target | None) -> Trace:
             warnings.simplefilter("ignore")
             outputs = fn(*(env[t] for t in args))
     except Exception as error:  # noqa: BLE001 - every error is an outcome to compare
-        trace.outcomes.append(Outcome("call", error_kind(error), _first_line(error)))
+        trace.outcomes.append(Outcome("call", classify(error), _first_line(error)))
         trace.graphs = _graphs() - frames_before
         return trace
     trace.graphs = _graphs() - frames_before
@@ -96,7 +96,7 @@ def execute(program: CompiledProgram, target: Target | None) -> Trace:
                 warnings.simplefilter("ignore")
                 run_step(step, env)
         except Exception as error:  # noqa: BLE001
-            outcome = Outcome(f"step {number}", error_kind(error), _first_line(error))
+            outcome = Outcome(f"step {number}", classify(error), _first_line(error))
         else:
             outcome = Outcome(f"step {number}")
         if step.out is not None and step.out in env and step.out not in tokens:
@@ -104,6 +104,24 @@ def execute(program: CompiledProgram, target: Target | None) -> Trace:
         outcome.snapshot = _snapshot(env, tokens, before)
         trace.outcomes.append(outcome)
     return trace
+
+
+# The same errors as eager's, as the meta functions Dynamo traces with spell
+# them (a TorchRuntimeError quotes the fake tensor's error)
+META_SPELLINGS = {
+    "Attempting to broadcast a dimension": "NOT_BROADCASTABLE",
+}
+
+
+def classify(error: BaseException) -> str:
+    """The error's class: the differential's, or the eager class of a meta error."""
+    kind = error_kind(error)
+    if kind.startswith("unclassified"):
+        text = str(error)
+        for spelling, name in META_SPELLINGS.items():
+            if spelling in text:
+                return name
+    return kind
 
 
 def _first_line(error: BaseException) -> str:
