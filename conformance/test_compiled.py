@@ -30,7 +30,8 @@ EAGER_IDS = tuple(inv.id for inv in CATALOGUE if inv.family != "compile")
 # Each program costs a compilation (about 0.4 s with aot_eager): fewer
 # programs than the eager differential, spread over shards for xdist.
 SHARDS = 4
-EXAMPLES_PER_SHARD = 0.5  # times the profile's max_examples
+MINIMIZE_ATTEMPTS = 30  # compilations spent on a failure at most
+EXAMPLES_PER_SHARD = 0.25  # times the profile's max_examples
 
 
 @pytest.mark.invariant(*COMPILE_IDS, *EAGER_IDS)
@@ -53,14 +54,13 @@ def test_compiled_agrees_with_eager(device, target: Target, shard, data):
         invariant = attribute(run, found)
         raise InvariantViolation(
             invariant,
-            f"eager torch, after step {found.step}: {found.message}\n\n"
-            + "\n".join(listing(base)),
+            f"eager torch, after step {found.step}: {found.message}\n\n" + "\n".join(listing(base)),
             example="\n".join(listing(base)),
         )
     divergence = compare(program, execute(program, None), execute(program, target))
     if divergence is None:
         return
-    program, divergence = minimize(program, target, divergence)
+    program, divergence = minimize(program, target, divergence, attempts_left=MINIMIZE_ATTEMPTS)
     harness.LAST_EXAMPLE_OPS.clear()
     harness.LAST_EXAMPLE_OPS.update(program.ops)
     example = "\n".join(program.listing())

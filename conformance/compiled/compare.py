@@ -118,7 +118,8 @@ def _snapshots(program: CompiledProgram, where: str, e: Snapshot, c: Snapshot) -
             if getattr(E[k], name) != getattr(C[k], name):
                 return found(
                     "compile.outputs",
-                    f"t{token}.{name} is {getattr(C[k], name)} compiled, {getattr(E[k], name)} eager",
+                    f"t{token}.{name} is {getattr(C[k], name)} compiled, "
+                    f"{getattr(E[k], name)} eager",
                     token,
                 )
         if not _close(E[k].values, C[k].values, E[k].dtype):

@@ -54,13 +54,19 @@ def _smaller_leaf(step: CStep) -> list[CStep]:
             continue
         for keep in sorted({1, n // 2} - {0, n}):
             cut = np.take(values, range(keep), axis=d)
-            out.append(replace(step, leaf=Leaf(cut, leaf.dtype, leaf.device, leaf.requires_grad,
-                                               leaf.inference)))
+            out.append(
+                replace(
+                    step,
+                    leaf=Leaf(cut, leaf.dtype, leaf.device, leaf.requires_grad, leaf.inference),
+                )
+            )
     return out
 
 
 def minimize(
-    program: CompiledProgram, target: Target, first: Divergence,
+    program: CompiledProgram,
+    target: Target,
+    first: Divergence,
     same: Callable[[Divergence], bool] | None = None,
     attempts_left: int = MAX_ATTEMPTS,
 ) -> tuple[CompiledProgram, Divergence]:

@@ -73,7 +73,9 @@ class Builder:
         dtype = dtype or self.rng.choice(floating or list(self.dtypes))
         requires_grad = requires_grad and DTYPES[dtype].can_require_grad
         values = seeded_values(dtype, shape, self.rng.getrandbits(32) | 1)
-        step = CStep("leaf", out=self._token(), leaf=Leaf(values, dtype, self.device, requires_grad))
+        step = CStep(
+            "leaf", out=self._token(), leaf=Leaf(values, dtype, self.device, requires_grad)
+        )
         run_step(step, self.env)
         self.args.append(step)
         return step.out
@@ -85,8 +87,14 @@ class Builder:
         self.args.append(step)
         return step.out
 
-    def inside(self, op: str, ins: tuple[int, ...], params: tuple = (), new: bool = True,
-               no_grad: bool = False) -> int | None:
+    def inside(
+        self,
+        op: str,
+        ins: tuple[int, ...],
+        params: tuple = (),
+        new: bool = True,
+        no_grad: bool = False,
+    ) -> int | None:
         """A body step; None once the body has raised."""
         if self.closed:
             return None
@@ -351,8 +359,6 @@ def extend(
     if rng.random() < 0.3:
         graph_break(b)
     return b.program()
-
-
 
 
 @st.composite

@@ -100,8 +100,11 @@ class CompiledProgram:
         lines += [line for s in self.args for line in s.source().splitlines()]
         lines += ["", "# compiled" + (" (dynamic=True)" if self.dynamic else "") + ":"]
         lines += self.function_source().splitlines()
-        lines += ["", f"{', '.join(f't{i}' for i in self.output_tokens) or '()'} = "
-                  f"program({', '.join(f't{i}' for i in self.arg_tokens)})"]
+        lines += [
+            "",
+            f"{', '.join(f't{i}' for i in self.output_tokens) or '()'} = "
+            f"program({', '.join(f't{i}' for i in self.arg_tokens)})",
+        ]
         if self.tail:
             lines += ["", "# then, eagerly:"] + [_tail_line(s) for s in self.tail]
         return lines
@@ -181,4 +184,6 @@ def split(program: Program, dynamic: bool = False) -> CompiledProgram:
     first_backward = next((k for k, s in enumerate(rest) if s.op in BACKWARD), len(rest))
     if raised and first_backward == len(rest):
         return CompiledProgram(args, tuple(rest), (), dynamic)
-    return CompiledProgram(args, tuple(rest[:first_backward]), tuple(rest[first_backward:]), dynamic)
+    return CompiledProgram(
+        args, tuple(rest[:first_backward]), tuple(rest[first_backward:]), dynamic
+    )

@@ -60,7 +60,11 @@ def repro_script(program: CompiledProgram, target: Target, found: Divergence) ->
         lines += [MARK_DIRTY_SOURCE, ""]
     lines += _OBSERVE.splitlines() + [""]
     lines += program.function_source().splitlines() + [""]
-    lines += ["", "def run(fn):", '    """Fresh inputs, the call, then the eager steps after it."""']
+    lines += [
+        "",
+        "def run(fn):",
+        '    """Fresh inputs, the call, then the eager steps after it."""',
+    ]
     lines += _indent([line for s in program.args for line in s.source().splitlines()])
     lines += ["    seen, errors = {}, []"]
     lines += [f"    before = {{{', '.join(f'{a!r}: {a}._version' for a in args)}}}", "    try:"]
@@ -73,7 +77,8 @@ def repro_script(program: CompiledProgram, target: Target, found: Divergence) ->
     for step in program.tail:
         code = step.source()
         lines += ["    try:"]
-        lines += _indent(_indent(["with torch.no_grad():", "    " + code] if step.no_grad else [code]))
+        body = ["with torch.no_grad():", "    " + code] if step.no_grad else [code]
+        lines += _indent(_indent(body))
         lines += ["    except Exception as error:", "        errors.append(type(error).__name__)"]
     lines += [f"    for name, t in {{{', '.join(f'{w!r}: {w}' for w in watched)}}}.items():"]
     lines += ["        seen[name] = observe(t, before.get(name))"]
@@ -104,7 +109,7 @@ def repro_script(program: CompiledProgram, target: Target, found: Divergence) ->
         "",
         "",
         'strip = lambda side: {k: {f: v for f, v in o.items() if f != "storage"}'
-        ' if isinstance(o, dict) else o for k, o in side.items()}',
+        " if isinstance(o, dict) else o for k, o in side.items()}",
         'assert eager.get("error") == compiled.get("error"), "the call raised differently"',
         'if eager.get("error") is None:',
         '    assert sharing(eager) == sharing(compiled), "tensors share memory differently"',

@@ -114,7 +114,9 @@ def parse_targets(spec: str | None) -> tuple[Target, ...]:
             _load_callable(name)  # a user's backend that cannot load is a usage error
         elif name not in registered() and unsupported is None:
             known = ", ".join(registered())
-            raise TargetError(f"unknown compile backend {name!r} (known: {known}, or module:callable)")
+            raise TargetError(
+                f"unknown compile backend {name!r} (known: {known}, or module:callable)"
+            )
         if "/" in name:
             raise TargetError(f"compile backend {name!r}: '/' separates device and target")
         reason = unsupported
