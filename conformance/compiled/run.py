@@ -17,6 +17,7 @@ import torch
 from conformance.compiled.program import CompiledProgram, run_step
 from conformance.compiled.targets import Target, guard_cache_limits
 from conformance.differential.observe import Observed, error_kind, observe_torch
+from oracle import classify as oracle_classify
 
 
 @dataclass
@@ -117,7 +118,12 @@ def classify(error: BaseException) -> str:
     """The error's class: the differential's, or the eager class of a meta error."""
     kind = error_kind(error)
     if kind.startswith("unclassified"):
+        # a backend's failure wraps torch's error in an exception of its own
+        # (BackendCompilerFailed is no RuntimeError for every backend)
         text = str(error)
+        found = oracle_classify(text)
+        if found is not None:
+            return found.name
         for spelling, name in META_SPELLINGS.items():
             if spelling in text:
                 return name
