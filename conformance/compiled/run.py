@@ -120,7 +120,7 @@ def classify(error: BaseException) -> str:
     if kind.startswith("unclassified"):
         # a backend's failure wraps torch's error in an exception of its own
         # (BackendCompilerFailed is no RuntimeError for every backend)
-        text = str(error)
+        text = " ".join(str(e) for e in _chain(error))
         found = oracle_classify(text)
         if found is not None:
             return found.name
@@ -128,6 +128,18 @@ def classify(error: BaseException) -> str:
             if spelling in text:
                 return name
     return kind
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """The error and those it wraps (its cause, context or inner exception)."""
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in seen and len(seen) < 8:
+        seen.append(current)
+        current = (
+            current.__cause__ or getattr(current, "inner_exception", None) or current.__context__
+        )
+    return seen
 
 
 def _first_line(error: BaseException) -> str:
