@@ -36,6 +36,7 @@ __all__ = [
     "pytest_configure_node",
     "pytest_sessionfinish",
     "OUTCOMES",
+    "known_failure_entries",
 ]
 
 # Every test's outcome, as the process that prints the summary sees it (the
@@ -155,6 +156,11 @@ def _configure_known_failures(config: pytest.Config, selection: Selection) -> No
             ),
             stacklevel=2,
         )
+
+
+def known_failure_entries() -> list[KnownFailure]:
+    """The run's known-failure entries for this build (none outside a run)."""
+    return _CONFIG[0].stash.get(_KNOWN, []) if _CONFIG else []
 
 
 def pytest_configure_node(node) -> None:  # xdist controller -> worker
