@@ -10,6 +10,11 @@ the reason and an upstream link:
     reason = "int_tensor.fill_(t) with a 0-d t that requires grad records FillBackward"
     link = "https://github.com/pytorch/pytorch/issues/76008"
 
+Entries for torch.compile (--compile) may also name a `target` (a backend:
+the entry holds for that report column only), `ops` (op names the failing
+minimal program must all use) and `message` (a substring of the failure's
+message): the last two narrow an entry to one class of divergence.
+
 A test whose invariants are all listed is reported as xfailed and runs
 without shrinking; a violation of a listed invariant found by a test that
 checks more than that is turned into an xfail too. An entry that matches
