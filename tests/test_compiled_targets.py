@@ -122,3 +122,28 @@ def test_known_failure_lists_check_ops(tmp_path):
     )
     (entry,) = load(good)
     assert (entry.target, entry.ops, entry.message) == ("aot_eager", ("narrow",), "m")
+
+
+def test_hitting_the_recompile_limit_fails_loudly(monkeypatch):
+    """Past the limit Dynamo would run the frame eagerly, silently; the suite
+    makes it raise."""
+    from conformance.compiled.targets import guard_cache_limits
+
+    config = torch._dynamo.config
+    limit = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+    monkeypatch.setattr(config, limit, 1)
+    for flag in ("fail_on_recompile_limit_hit", "fail_on_cache_limit_hit"):
+        if hasattr(config, flag):
+            monkeypatch.setattr(config, flag, False)
+    torch._dynamo.reset()
+    guard_cache_limits()
+
+    def f(x):
+        return x * 2
+
+    compiled = torch.compile(f, backend="eager", dynamic=False)
+    compiled(torch.ones(2))
+    with pytest.raises(Exception, match="(?i)limit"):
+        for n in range(3, 6):
+            compiled(torch.ones(n))
+    torch._dynamo.reset()
