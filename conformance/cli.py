@@ -25,8 +25,8 @@ exit status:
   1  at least one invariant was violated, or a test crashed or hung
   2  interrupted (Ctrl-C, SIGTERM, SIGHUP); the report is marked incomplete
   3  internal error: the suite's own code raised (not torch)
-  4  usage error: unknown device, dtype or profile; a requested device that is
-     absent; a bad seed; no torch installed
+  4  usage error: unknown device, dtype, profile or compile backend; a
+     requested device that is absent; a bad seed; no torch installed
   5  no test selected
 """
 
@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--schema",
         help="ATen operators the schema.* tests check: sample (default), all (default under "
         "--profile thorough), or names and globs (aten::add*,neg.out)",
+    )
+    parser.add_argument(
+        "--compile",
+        metavar="BACKEND[,BACKEND...]",
+        help="also check torch.compile against eager under these backends: eager, aot_eager, "
+        "inductor, any registered with Dynamo, or module:callable",
     )
     parser.add_argument(
         "--workers", default="auto", help="pytest-xdist workers (default: auto; 0 runs in-process)"
@@ -131,6 +137,13 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as error:
             return _fail(str(error))
 
+    from conformance.compiled.targets import TargetError, parse_targets
+
+    try:
+        parse_targets(args.compile)
+    except TargetError as error:
+        return _fail(str(error))
+
     import pytest
 
     pytest_args = [
@@ -148,7 +161,16 @@ def main(argv: list[str] | None = None) -> int:
         pytest_args += ["--report-dir", str(reports[0].parent), "--report-name", args.report_name]
     else:
         pytest_args.append("--no-report")
-    for option in ("devices", "dtypes", "profile", "seed", "invariants", "timeout", "schema"):
+    for option in (
+        "devices",
+        "dtypes",
+        "profile",
+        "seed",
+        "invariants",
+        "timeout",
+        "schema",
+        "compile",
+    ):
         value = getattr(args, option)
         if value is not None:
             pytest_args += [f"--{option}", str(value)]

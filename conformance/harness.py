@@ -53,6 +53,9 @@ def reset_coverage() -> None:
 # dtypes of the example run last: after a failure, Hypothesis's final replay
 # of the minimal example, so known failures narrowed to a dtype can match it
 LAST_EXAMPLE_DTYPES: set[str] = set()
+# ops of the example that failed last (a compiled program's), so known
+# failures narrowed to ops can match it
+LAST_EXAMPLE_OPS: set[str] = set()
 
 
 class Example:
@@ -64,6 +67,7 @@ class Example:
         self._dtypes: set[str] = set()
         COVERAGE.examples += 1
         LAST_EXAMPLE_DTYPES.clear()
+        LAST_EXAMPLE_OPS.clear()
 
     def dtypes(self, kinds: tuple[str, ...] | None = None) -> tuple[str, ...]:
         """The run's dtypes on this device, narrowed to some kinds."""

@@ -10,6 +10,11 @@ the reason and an upstream link:
     reason = "int_tensor.fill_(t) with a 0-d t that requires grad records FillBackward"
     link = "https://github.com/pytorch/pytorch/issues/76008"
 
+Entries for torch.compile (--compile) may also name a `target` (a backend:
+the entry holds for that report column only), `ops` (op names the failing
+minimal program must all use) and `message` (a substring of the failure's
+message): the last two narrow an entry to one class of divergence.
+
 A test whose invariants are all listed is reported as xfailed and runs
 without shrinking; a violation of a listed invariant found by a test that
 checks more than that is turned into an xfail too. An entry that matches
@@ -51,6 +56,15 @@ class KnownFailure:
     # schema.* entries name the ATen operator ("aten::foo.out") they excuse:
     # the schema sweep applies them op by op, never to the whole invariant
     operator: str | None = None
+    # a torch.compile backend (--compile): the entry holds for that target
+    # only; without one, for eager and every target
+    target: str | None = None
+    # ops the failing (minimal) program uses: the entry holds only where all do
+    # (unknown ops, dtypes or message match: a test is expected to fail only by
+    # entries that are not narrowed, see `narrowed`)
+    ops: tuple[str, ...] | None = None
+    # a substring of the failure's message: one class of divergence only
+    message: str | None = None
 
     def applies_to_build(self, torch_version: str) -> bool:
         if self.versions is None:
@@ -58,27 +72,60 @@ class KnownFailure:
         check = Invariant(self.invariant, "", "", "", self.versions)
         return check.applies_to(torch_version)
 
-    def covers(self, invariant: str, device: str, dtypes: set[str] | None = None) -> bool:
-        """Whether a violation of `invariant` on `device` (by an example that
-        used `dtypes`, when known) is this known failure."""
+    def covers(
+        self,
+        invariant: str,
+        device: str,
+        dtypes: set[str] | None = None,
+        ops: set[str] | None = None,
+        text: str | None = None,
+    ) -> bool:
+        """Whether a violation of `invariant` on `device` (a report column:
+        `cpu`, or `cpu/aot_eager` compiled; by an example that used `dtypes`
+        and `ops`, when known) is this known failure."""
+        device, _, target = device.partition("/")
         if invariant != self.invariant or self.operator is not None:
             return False
         if self.device is not None and self.device != device:
             return False
+        if self.target is not None and self.target != target:
+            return False
         if self.dtype is not None and dtypes is not None and self.dtype not in dtypes:
+            return False
+        if self.ops is not None and ops is not None and not set(self.ops) <= ops:
+            return False
+        if self.message is not None and text is not None and self.message not in text:
             return False
         return True
 
     @property
+    def narrowed(self) -> bool:
+        """Whether the entry holds for some failures of its invariant only."""
+        return self.dtype is not None or self.ops is not None or self.message is not None
+
+    @property
     def label(self) -> str:
-        scope = "".join(f" [{x}]" for x in (self.operator, self.device, self.dtype) if x)
+        scope = "".join(
+            f" [{x}]" for x in (self.operator, self.device, self.target, self.dtype) if x
+        )
         return f"{self.invariant}{scope}"
 
     def xfail_reason(self) -> str:
         return f"known failure {self.label}: {self.reason} ({self.link})"
 
 
-_FIELDS = {"invariant", "reason", "link", "device", "dtype", "versions", "operator"}
+_FIELDS = {
+    "invariant",
+    "reason",
+    "link",
+    "device",
+    "dtype",
+    "versions",
+    "operator",
+    "target",
+    "ops",
+    "message",
+}
 
 
 def load(path: Path) -> list[KnownFailure]:
@@ -108,7 +155,13 @@ def load(path: Path) -> list[KnownFailure]:
                 raise KnownFailuresError(
                     f"{where}: versions {entry['versions']!r} is not a version specifier"
                 ) from None
-        found.append(KnownFailure(where=where, **{k: str(v) for k, v in entry.items()}))
+        ops = entry.pop("ops", None)
+        if ops is not None and (
+            not isinstance(ops, list) or not all(isinstance(o, str) for o in ops)
+        ):
+            raise KnownFailuresError(f"{where}: ops must be a list of op names")
+        fields = {k: str(v) for k, v in entry.items()}
+        found.append(KnownFailure(where=where, ops=None if ops is None else tuple(ops), **fields))
     return found
 
 

@@ -19,6 +19,7 @@ from hypothesis import Phase, settings
 
 from conformance import evidence, harness, known_failures, not_in_build, watch
 from conformance.check import InvariantViolation
+from conformance.compiled import targets as compile_targets
 from conformance.internal import internal_error_in
 from conformance.invariants import INVARIANTS
 from conformance.known_failures import KnownFailure
@@ -59,6 +60,7 @@ __all__ = [
     "pytest_configure_node",
     "pytest_sessionfinish",
     "OUTCOMES",
+    "known_failure_entries",
 ]
 
 # Every test's outcome, as the process that prints the summary sees it (the
@@ -118,6 +120,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="ATen operators the schema.* tests check: 'sample' (default; 'all' under the "
         "thorough profile), 'all', or comma-separated names and globs (aten::add*,neg.out)",
     )
+    group.addoption(
+        "--compile",
+        default=None,
+        metavar="BACKEND[,BACKEND...]",
+        help="also run the compiled differential under these torch.compile backends "
+        "(eager, aot_eager, inductor, any registered backend, or module:callable)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -145,6 +154,10 @@ def pytest_configure(config: pytest.Config) -> None:
     set_current(selection)
     _check_schema_option(config.getoption("schema"))
     config.stash[_SELECTION] = selection
+    try:
+        compile_targets.set_targets(compile_targets.parse_targets(config.getoption("compile")))
+    except compile_targets.TargetError as error:
+        raise pytest.UsageError(str(error)) from None
     _CONFIG[:] = [config]
     _configure_run_folder(config)
     _terminate_on_signals()
@@ -293,6 +306,11 @@ def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
         dsession._max_worker_restart = len(ids) + 4 * max(workers, 1)
 
 
+def known_failure_entries() -> list[KnownFailure]:
+    """The run's known-failure entries for this build (none outside a run)."""
+    return _CONFIG[0].stash.get(_KNOWN, []) if _CONFIG else []
+
+
 def pytest_configure_node(node) -> None:  # xdist controller -> worker
     selection = node.config.stash[_SELECTION]
     node.workerinput["conformance_run_folder"] = str(node.config.stash[_RUN_FOLDER])
@@ -311,10 +329,17 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [
         f"torch {torch.__version__} (git {git}), build: {build_kind()}{debug}",
         *selection.describe(),
+        *(
+            [compile_targets.describe(compile_targets.current_targets())]
+            if compile_targets.current_targets()
+            else []
+        ),
     ]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "target" in metafunc.fixturenames:
+        _parametrize_targets(metafunc)
     if "device" not in metafunc.fixturenames:
         return
     selection = current()
@@ -325,6 +350,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for d in selection.devices
     ]
     metafunc.parametrize("device", params)
+
+
+def _parametrize_targets(metafunc: pytest.Metafunc) -> None:
+    """One test per --compile target; without any, one skipped test that says how."""
+    chosen = compile_targets.current_targets()
+    params = [
+        pytest.param(t, id=t.name, marks=() if t.available else pytest.mark.skip(reason=t.reason))
+        for t in chosen
+    ] or [
+        pytest.param(
+            None,
+            id="no-target",
+            marks=pytest.mark.skip(
+                reason="no compile target: run with --compile aot_eager (or another backend)"
+            ),
+        )
+    ]
+    metafunc.parametrize("target", params)
 
 
 def _declared(item: pytest.Item) -> tuple[str, ...]:
@@ -349,6 +392,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             drop.append(item)
             continue
         device = item.callspec.params.get("device", "cpu") if hasattr(item, "callspec") else "cpu"
+        target = item.callspec.params.get("target") if hasattr(item, "callspec") else None
+        device = compile_targets.column(device, getattr(target, "name", None))
         item.user_properties.append(("invariants", list(ids)))
         item.user_properties.append(("device", device))
         _mark_known(config, item, ids, device)
@@ -375,7 +420,7 @@ def _mark_known(config: pytest.Config, item: pytest.Item, ids: tuple, device: st
     known = config.stash.get(_KNOWN, [])
     covering = [e for e in known if any(e.covers(i, device) for i in ids)]
     item.stash[_COVERING] = covering
-    whole = [e for e in covering if e.dtype is None]
+    whole = [e for e in covering if not e.narrowed]
     if not whole or not all(any(e.covers(i, device) for e in whole) for i in ids):
         return
     reason = "; ".join(e.xfail_reason() for e in whole)
@@ -500,10 +545,12 @@ def _known_if_listed(item: pytest.Item, report: pytest.TestReport, ids: list[str
         return
     device = dict(item.user_properties).get("device", "cpu")
     dtypes = set(harness.LAST_EXAMPLE_DTYPES)
+    ops = set(harness.LAST_EXAMPLE_OPS)
+    text = str(report.longrepr)
     covering = item.stash.get(_COVERING, [])
     matched = []
     for invariant in ids:
-        entry = next((e for e in covering if e.covers(invariant, device, dtypes)), None)
+        entry = next((e for e in covering if e.covers(invariant, device, dtypes, ops, text)), None)
         if entry is None:
             return
         matched.append(entry)
@@ -693,8 +740,10 @@ def _unexpectedly_holding(config: pytest.Config) -> list[KnownFailure]:
         tested = [
             c
             for d, c in by_device.items()
-            if entry.device in (None, d) and c.status in (HELD, VIOLATED, XFAILED)
+            if entry.covers(entry.invariant, d) and c.status in (HELD, VIOLATED, XFAILED)
         ]  # an absent device's skipped cell says nothing either way
+        if entry.ops is not None or entry.message is not None:
+            continue  # one class of failures among others: holding says nothing
         if tested and all(c.status == HELD for c in tested):
             holding.append(entry)
     return holding

@@ -45,4 +45,14 @@ def run_info(selection: Selection, invariants: str | None) -> dict[str, Any]:
         "profile": selection.profile,
         "seed": selection.seed,
         "invariants": invariants,
+        "targets": _targets(),
     }
+
+
+def _targets() -> list[dict[str, Any]]:
+    """The run's torch.compile targets (--compile), with why one was skipped."""
+    from conformance.compiled.targets import current_targets
+
+    return [
+        {"name": t.name, "available": t.available, "reason": t.reason} for t in current_targets()
+    ]

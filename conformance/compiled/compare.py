@@ -1,0 +1,203 @@
+"""Eager against compiled: the first difference a caller can observe, named
+by the compile.* invariant it breaks.
+
+Checked in this order, so that a difference is named by its cause rather
+than by what follows from it: which call raises (and the error's class);
+which tensors share memory, and at which offsets; the arguments' values and
+geometry afterwards; the outputs' shapes, dtypes, values and documented
+strides; the arguments' version counters; requires_grad, is_leaf and
+grad_fn presence; every tensor's .grad.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from conformance.check import close
+from conformance.compiled.program import CompiledProgram
+from conformance.compiled.run import Outcome, Snapshot, Trace
+from conformance.differential.observe import RAISES
+from oracle import tolerance
+
+ERROR_CLASS_HOLDS = "compile.raises"
+
+
+@dataclass(frozen=True)
+class Divergence:
+    invariant: str
+    where: str  # "call" or "step N"
+    message: str
+    tensors: tuple[int, ...] = ()
+
+
+def compare(program: CompiledProgram, eager: Trace, compiled: Trace) -> Divergence | None:
+    for e, c in zip(eager.outcomes, compiled.outcomes, strict=False):
+        found = _outcome(program, e, c)
+        if found is not None:
+            return found
+    if len(eager.outcomes) != len(compiled.outcomes):  # only after a difference in raising
+        return Divergence(ERROR_CLASS_HOLDS, "call", "the compiled run stopped elsewhere")
+    return None
+
+
+def _outcome(program: CompiledProgram, e: Outcome, c: Outcome) -> Divergence | None:
+    if e.error != c.error:
+        return Divergence(
+            "compile.raises",
+            e.where,
+            f"at the {e.where.replace('step', 'eager step after it,')}: eager {_said(e)}; "
+            f"compiled {_said(c)}",
+        )
+    if e.snapshot is None or c.snapshot is None:
+        return None  # both raised alike: what an interrupted call leaves behind is not compared
+    return _snapshots(program, e.where, e.snapshot, c.snapshot)
+
+
+def _said(o: Outcome) -> str:
+    return f"raised {o.error} ({o.message})" if o.error else "did not raise"
+
+
+def _snapshots(program: CompiledProgram, where: str, e: Snapshot, c: Snapshot) -> Divergence | None:
+    args = set(program.arg_tokens)
+    views = {s.out for s in program.body if s.is_view} | {s.out for s in program.args}
+    tokens = e.tokens
+    E, C = e.seen, c.seen  # noqa: N806 - the two sides, as in the docstring
+    at = "after the call" if where == "call" else f"after the eager {where} after the call"
+
+    def found(invariant: str, message: str, *ts: int) -> Divergence:
+        return Divergence(invariant, where, f"{at}: {message}", ts)
+
+    # memory: which tensors share storage, and where in it they start
+    for a in range(len(tokens)):
+        for b in range(a + 1, len(tokens)):
+            shared_e = E[a].storage == E[b].storage
+            shared_c = C[a].storage == C[b].storage
+            if shared_e != shared_c:
+                ta, tb = tokens[a], tokens[b]
+                return found(
+                    "compile.aliasing",
+                    f"t{ta} and t{tb} {'share' if shared_c else 'do not share'} memory compiled; "
+                    f"eager: {'shared' if shared_e else 'separate'}",
+                    ta,
+                    tb,
+                )
+    for k, token in enumerate(tokens):
+        shares = any(E[k].storage == E[j].storage for j in range(len(tokens)) if j != k)
+        if shares and e.offsets[k] != c.offsets[k]:
+            return found(
+                "compile.aliasing",
+                f"t{token} starts at storage offset {c.offsets[k]} compiled, {e.offsets[k]} eager",
+                token,
+            )
+    # the arguments: eager's mutations visible, no others
+    for k, token in enumerate(tokens):
+        if token not in args:
+            continue
+        for name in ("shape", "dtype", "strides"):
+            if getattr(E[k], name) != getattr(C[k], name):
+                return found(
+                    "compile.input_mutation",
+                    f"argument t{token}'s {name} is {getattr(C[k], name)} compiled, "
+                    f"{getattr(E[k], name)} eager",
+                    token,
+                )
+        if not _close(E[k].values, C[k].values, E[k].dtype):
+            return found(
+                "compile.input_mutation",
+                f"argument t{token} holds {C[k].values.tolist()!r} compiled, "
+                f"{E[k].values.tolist()!r} eager",
+                token,
+            )
+    # the outputs
+    for k, token in enumerate(tokens):
+        if token in args:
+            continue
+        for name in ("shape", "dtype", "device"):
+            if getattr(E[k], name) != getattr(C[k], name):
+                return found(
+                    "compile.outputs",
+                    f"t{token}.{name} is {getattr(C[k], name)} compiled, "
+                    f"{getattr(E[k], name)} eager",
+                    token,
+                )
+        if not _close(E[k].values, C[k].values, E[k].dtype):
+            return found(
+                "compile.outputs",
+                f"t{token} holds {C[k].values.tolist()!r} compiled, {E[k].values.tolist()!r} eager",
+                token,
+            )
+        if token in views and not _same_strides(E[k], C[k]):
+            return found(
+                "compile.outputs",
+                f"t{token} (a view) has strides {C[k].strides} compiled, {E[k].strides} eager",
+                token,
+            )
+    # version counters: increased exactly where eager's increased
+    for k, token in enumerate(tokens):
+        if token not in e.versions_before:
+            continue
+        up_e = _increased(e.versions_before[token], E[k].version)
+        up_c = _increased(c.versions_before[token], C[k].version)
+        if up_e != up_c:
+            return found(
+                "compile.version",
+                f"t{token}'s version counter {'rose' if up_c else 'stayed'} compiled "
+                f"({c.versions_before[token]} -> {C[k].version}); eager's "
+                f"{'rose' if up_e else 'stayed'} ({e.versions_before[token]} -> {E[k].version})",
+                token,
+            )
+    for k, token in enumerate(tokens):
+        for name in ("requires_grad", "is_leaf", "has_grad_fn"):
+            if getattr(E[k], name) != getattr(C[k], name):
+                return found(
+                    "compile.autograd_flags",
+                    f"t{token}.{name} is {getattr(C[k], name)} compiled, "
+                    f"{getattr(E[k], name)} eager",
+                    token,
+                )
+    for k, token in enumerate(tokens):
+        ge, gc = E[k].grad, C[k].grad
+        if (ge is None) != (gc is None) or (ge is RAISES) != (gc is RAISES):
+            return found(
+                "compile.grad",
+                f"t{token}.grad is {_grad(gc)} compiled, {_grad(ge)} eager",
+                token,
+            )
+        if ge is None or ge is RAISES:
+            continue
+        if E[k].grad_meta != C[k].grad_meta or not _close(ge, gc, E[k].grad_meta[1], grad=True):
+            return found(
+                "compile.grad",
+                f"t{token}.grad is {_grad(gc)} compiled, {_grad(ge)} eager",
+                token,
+            )
+    return None
+
+
+def _grad(g) -> str:
+    if g is None or g is RAISES:
+        return "None" if g is None else "unreadable"
+    return repr(np.asarray(g).tolist())
+
+
+def _increased(before, after) -> object:
+    if before is None or after is None or RAISES in (before, after):
+        return None  # no counter: only that must agree
+    return after > before
+
+
+def _close(a: np.ndarray, b: np.ndarray, dtype: str, grad: bool = False) -> bool:
+    if a.shape != b.shape:
+        return False
+    rtol, atol = tolerance(dtype)
+    if grad:  # fused backward kernels round differently (docs/compile.md)
+        rtol, atol = 4 * rtol, 4 * atol
+    return close(b, a, dtype, (rtol, atol))
+
+
+def _same_strides(e, c) -> bool:
+    if int(np.prod(e.shape)) == 0:
+        return True
+    return all(a == b for a, b, n in zip(e.strides, c.strides, e.shape, strict=False) if n > 1)

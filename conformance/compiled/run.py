@@ -1,0 +1,155 @@
+"""Run a compiled program eagerly or under a target, and observe it.
+
+Both sides start from identical fresh inputs (built from the same leaf
+values) and are observed the same way: after the call, every argument and
+every output; after each later eager step, the same tensors and those the
+step made. Each observation is the differential's (observe.observe_torch),
+plus storage offsets and, for the arguments, their version counters.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import torch
+
+from conformance.compiled.program import CompiledProgram, run_step
+from conformance.compiled.targets import Target, guard_cache_limits
+from conformance.differential.observe import Observed, error_kind, observe_torch
+from oracle import classify as oracle_classify
+
+
+@dataclass
+class Snapshot:
+    """Everything a caller can see at one point."""
+
+    tokens: list[int]  # which tensors, in this order
+    seen: list[Observed]
+    offsets: list[int]
+    versions_before: dict[int, object]  # arguments' versions before the call / step
+
+
+@dataclass
+class Outcome:
+    """The call, or one later step: the error it raised, or what it left."""
+
+    where: str  # "call", or "step N" of the tail
+    error: str | None = None  # the error's class (observe.error_kind)
+    message: str = ""
+    snapshot: Snapshot | None = None
+
+
+@dataclass
+class Trace:
+    outcomes: list[Outcome] = field(default_factory=list)
+    graphs: int = 0  # graphs Dynamo compiled (0: the call ran eagerly)
+
+
+def _version(t: torch.Tensor) -> object:
+    try:
+        return t._version
+    except RuntimeError:
+        return None  # an inference tensor: no counter
+
+
+def _snapshot(env: dict[int, torch.Tensor], tokens: list[int], before: dict) -> Snapshot:
+    pool = [env[t] for t in tokens]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        seen = observe_torch(pool)
+    return Snapshot(list(tokens), seen, [t.storage_offset() for t in pool], before)
+
+
+def compile_function(program: CompiledProgram, target: Target):
+    torch._dynamo.reset()  # every program starts from empty caches
+    guard_cache_limits()
+    return torch.compile(program.function(), backend=target.backend, dynamic=program.dynamic)
+
+
+def execute(program: CompiledProgram, target: Target | None) -> Trace:
+    """Run `program`: eagerly when `target` is None, else compiled for it."""
+    trace = Trace()
+    env: dict[int, torch.Tensor] = {}
+    for step in program.args:
+        run_step(step, env)
+    args = program.arg_tokens
+    fn = program.function() if target is None else compile_function(program, target)
+    before = {t: _version(env[t]) for t in args}
+    frames_before = _graphs()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            outputs = fn(*(env[t] for t in args))
+    except Exception as error:  # noqa: BLE001 - every error is an outcome to compare
+        trace.outcomes.append(Outcome("call", classify(error), _first_line(error)))
+        trace.graphs = _graphs() - frames_before
+        return trace
+    trace.graphs = _graphs() - frames_before
+    outs = program.output_tokens
+    env.update(zip(outs, outputs, strict=True))
+    tokens = list(dict.fromkeys(args + outs))
+    trace.outcomes.append(Outcome("call", snapshot=_snapshot(env, tokens, before)))
+    for number, step in enumerate(program.tail):
+        before = {t: _version(env[t]) for t in tokens}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                run_step(step, env)
+        except Exception as error:  # noqa: BLE001
+            outcome = Outcome(f"step {number}", classify(error), _first_line(error))
+        else:
+            outcome = Outcome(f"step {number}")
+        if step.out is not None and step.out in env and step.out not in tokens:
+            tokens.append(step.out)
+        outcome.snapshot = _snapshot(env, tokens, before)
+        trace.outcomes.append(outcome)
+    return trace
+
+
+# The same errors as eager's, as the meta functions Dynamo traces with spell
+# them (a TorchRuntimeError quotes the fake tensor's error)
+META_SPELLINGS = {
+    "Attempting to broadcast a dimension": "NOT_BROADCASTABLE",
+}
+
+
+def classify(error: BaseException) -> str:
+    """The error's class: the differential's, or the eager class of a meta error."""
+    kind = error_kind(error)
+    if kind.startswith("unclassified"):
+        # a backend's failure wraps torch's error in an exception of its own
+        # (BackendCompilerFailed is no RuntimeError for every backend)
+        text = " ".join(str(e) for e in _chain(error))
+        found = oracle_classify(text)
+        if found is not None:
+            return found.name
+        for spelling, name in META_SPELLINGS.items():
+            if spelling in text:
+                return name
+    return kind
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """The error and those it wraps (its cause, context or inner exception)."""
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in seen and len(seen) < 8:
+        seen.append(current)
+        current = (
+            current.__cause__ or getattr(current, "inner_exception", None) or current.__context__
+        )
+    return seen
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _graphs() -> int:
+    try:
+        from torch._dynamo.utils import counters
+    except ImportError:
+        return 0
+    return int(counters["stats"].get("unique_graphs", 0))

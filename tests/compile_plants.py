@@ -1,0 +1,101 @@
+"""Planted compile backends: aot_eager, each broken in one way a real
+backend could be, for the compiled differential to catch and name.
+
+Each is a torch.compile backend (`fn(graph_module, example_inputs)`), usable
+as `--compile tests.compile_plants:NAME`. PLANTS maps each to the invariant
+the compiled differential must name.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch._dynamo.backends.debugging import aot_eager, boxed_nop
+
+
+def _inputs(args) -> list[torch.Tensor]:
+    return [a for a in args if isinstance(a, torch.Tensor)]
+
+
+def drops_input_mutation(gm, example_inputs):
+    """Writes to the inputs are undone after the call (their version still rises)."""
+    compiled = aot_eager(gm, example_inputs)
+
+    def run(*args):
+        before = [t.detach().clone() for t in _inputs(args)]
+        out = compiled(*args)
+        for t, old in zip(_inputs(args), before, strict=True):
+            if t.shape == old.shape and not torch.equal(t.detach(), old):
+                t.data.copy_(old)  # through .data: no version bump of its own
+        return out
+
+    return run
+
+
+def copies_views(gm, example_inputs):
+    """An output that is a view of an input comes back as a copy."""
+    compiled = aot_eager(gm, example_inputs)
+
+    def run(*args):
+        out = compiled(*args)
+        storages = {t.untyped_storage().data_ptr() for t in _inputs(args)}
+        return type(out)(
+            o.clone()
+            if isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in storages
+            else o
+            for o in out
+        )
+
+    return run
+
+
+def skips_version_bump(gm, example_inputs):
+    """Inputs written by the call keep their old version counter."""
+    compiled = aot_eager(gm, example_inputs)
+
+    def run(*args):
+        inputs = _inputs(args)
+        versions = [t._version for t in inputs]
+        out = compiled(*args)
+        for t, v in zip(inputs, versions, strict=True):
+            if t._version != v:
+                torch._C._autograd._unsafe_set_version_counter((t,), (v,))
+        return out
+
+    return run
+
+
+def _scaled_backward(gm, example_inputs):
+    backward = boxed_nop(gm, example_inputs)
+
+    def run(args):
+        grads = backward(args)
+        return [g * 1.5 if isinstance(g, torch.Tensor) else g for g in grads]
+
+    run._boxed_call = True
+    return run
+
+
+def changes_gradient(gm, example_inputs):
+    """aot_eager, its backward scaling every gradient by 1.5."""
+    return aot_eager(gm, example_inputs, bw_compiler=_scaled_backward)
+
+
+def swallows_error(gm, example_inputs):
+    """Saved tensors are packed as copies: a write after the call no longer
+    makes backward raise (and backward sees the old values)."""
+    compiled = aot_eager(gm, example_inputs)
+
+    def run(*args):
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t):
+            return compiled(*args)
+
+    return run
+
+
+PLANTS: dict[str, str] = {
+    "drops_input_mutation": "compile.input_mutation",
+    "copies_views": "compile.aliasing",
+    "skips_version_bump": "compile.version",
+    "changes_gradient": "compile.grad",
+    "swallows_error": "compile.raises",
+}
