@@ -54,6 +54,7 @@ ERROR_CLASSES: dict[str, tuple[str, ...]] = {
     "DETACH_VIEW_INPLACE": ("Can't detach views in-place",),
     "INFERENCE_VERSION": ("Inference tensors do not track version counter",),
     "INFERENCE_SAVED": ("Inference tensors cannot be saved for backward",),
+    "MULTI_OUTPUT_VIEW_INPLACE": ("returns multiple views",),
 }
 
 

@@ -82,6 +82,11 @@ _CHECK_INPLACE = "torch/csrc/autograd/VariableTypeUtils.h (check_inplace)"
 _NO_GRAD_DOC = "torch/autograd/grad_mode.py (no_grad)"
 _DTYPES_DOC = "torch/autograd/__init__.py"
 _INFERENCE_DOC = "torch/autograd/grad_mode.py (inference_mode)"
+_MULTI_OUTPUT_SOURCE = (
+    "torch/csrc/autograd/variable.cpp (handle_view_on_rebase); an error since torch 1.9 "
+    "(pytorch/pytorch#56093, which ended the deprecation begun in 1.7: a UserWarning "
+    "'Inplace operators on such views are being deprecated' in 1.7 and 1.8)"
+)
 
 CATALOGUE: tuple[Invariant, ...] = (
     # clone
@@ -494,6 +499,28 @@ CATALOGUE: tuple[Invariant, ...] = (
         "It is also more restrictive, in that tensors created in this mode cannot be used in "
         "computations recorded by autograd.",
         _INFERENCE_DOC,
+    ),
+    # --- the wider autograd surface (issue 10): multi-output views --------------------
+    Invariant(
+        "view.multi_output_inplace_raises",
+        "An in-place op that autograd records, on an output of unbind, split, "
+        "split_with_sizes or chunk (or on a view of one), raises; the outputs of "
+        "tensor_split, hsplit and vsplit are ordinary views and may be written.",
+        "This view is the output of a function that returns multiple views. Such functions "
+        "do not allow the output views to be modified inplace. You should replace the inplace "
+        "operation by an out-of-place one.",
+        _MULTI_OUTPUT_SOURCE,
+        ">=1.9",
+    ),
+    Invariant(
+        "view.multi_output_base_written_raises",
+        "Once an output of unbind, split, split_with_sizes or chunk of a tensor that requires "
+        "grad, or its base, has been written in place, reading its grad_fn raises.",
+        "Output 0 of UnbindBackward0 is a view and its base or another view of its base has "
+        "been modified inplace. This view is the output of a function that returns multiple "
+        "views.",
+        _MULTI_OUTPUT_SOURCE,
+        ">=1.9",
     ),
 )
 

@@ -255,9 +255,11 @@ class Engine:
         else:  # view ops record their node before the kernel checks (contiguous reshape: view)
             edge()
             geom = spec.geom(t.shape, t.strides, t.offset, *p)
-        return self._view_result(spec.name, t, geom, edge())
+        return self._view_result(spec.name, t, geom, edge(), spec.multi_output)
 
-    def _view_result(self, name: str, t: OTensor, geom: tuple, edges: list | None) -> OTensor:
+    def _view_result(
+        self, name: str, t: OTensor, geom: tuple, edges: list | None, multi: bool = False
+    ) -> OTensor:
         shape, strides, offset, back = geom
         node = None
         if edges is not None:
@@ -274,7 +276,14 @@ class Engine:
             v.inference = v.counterless = True
             return v
         v.base = t.base if t.base is not None else t
-        v.no_grad_view = (t.base is not None and t.no_grad_view) or not self.grad_enabled
+        # torch's CreationMeta: made under no_grad (so is one output of several views
+        # of a tensor that does not require grad), or one output of several; a view
+        # of a view inherits its base view's unless it has its own
+        fresh_no_grad = not self.grad_enabled or (multi and not t.requires_grad)
+        fresh_multi = multi and not fresh_no_grad
+        inherit = t.base is not None and not (fresh_no_grad or fresh_multi)
+        v.no_grad_view = fresh_no_grad or (inherit and t.no_grad_view)
+        v.multi_output = fresh_multi or (inherit and t.multi_output)
         v.attr_version, v._fn = t.counter.value, node
         return v
 
@@ -286,6 +295,8 @@ class Engine:
         if t.base is not None:
             if t.no_grad_view:
                 raise OracleError(ErrorKind.NO_GRAD_VIEW_INPLACE, "created in no_grad mode")
+            if t.multi_output:
+                raise OracleError(ErrorKind.MULTI_OUTPUT_VIEW_INPLACE)
             if t.requires_grad and t.base._fn is None:
                 raise OracleError(ErrorKind.INPLACE_ON_LEAF_VIEW)
         if t.requires_grad and t._fn is None:
@@ -294,6 +305,10 @@ class Engine:
     def _check_write(self, t: OTensor, src: OTensor | None) -> None:
         if geo.has_internal_overlap(t.shape, t.strides):
             raise OracleError(ErrorKind.OVERLAPPING_WRITE)
+        if not geo.is_dense(t.shape, t.strides):  # unfold, as_strided: torch does not check
+            mine = graph.flat_index(t.offset, t.shape, t.strides)
+            if np.unique(mine).size < mine.size:
+                self.undefined = "a write into a view whose elements overlap, unchecked by torch"
         if src is None or src is t:
             return
         status = geo.overlap_status(_geom(t), _geom(src))

@@ -34,6 +34,8 @@ class ErrorKind(enum.Enum):
     INFERENCE_SAVED = "Inference tensors cannot be saved for backward"
     INFERENCE_INPLACE = "Inplace update to inference tensor outside InferenceMode"
     INFERENCE_REQUIRES_GRAD = "Setting requires_grad=True on inference tensor outside InferenceMode"
+    # the wider surface (issue 10)
+    MULTI_OUTPUT_VIEW_INPLACE = "This view is the output of a function that returns multiple views"
 
 
 # More stable substrings per kind; classify() tries these kinds first, in this order.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import views
+from . import view_ops, views
 from .dtypes import REAL_OF, kind, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import (
@@ -55,6 +55,7 @@ class OpSpec:
     overlap_check: bool = True  # in place: refuses overlapping / partially aliased writes
     cross_dtype: bool = False  # t1 may have another dtype than t0
     max_ndim: int | None = None  # operand ranks modelled exactly (matmul: 2)
+    multi_output: bool = False  # one output of an op that returns several views
 
     @property
     def bump(self) -> int:
@@ -297,6 +298,52 @@ for _n, _p, _k, _tpl in [
     ("squeeze", ("dim",), ("dim",), "{t0}.squeeze({p0})"),
 ]:
     _row(_n, 1, _p, _tpl, "view", view=True, geom=getattr(views, _n), param_kinds=_k)
+
+# the rest of tensor_view.rst; a multi-output op is one row per call and output
+# index: `x.split(2, 0)[1]` (param kind "custom": drawn per op by the generator)
+_REAL = ("float", "int", "bool")  # H, mH, adjoint of a complex tensor are conj views
+for _n, _p, _tpl, _d, _multi in [
+    ("narrow", ("dim", "start", "length"), "{t0}.narrow({p0}, {p1}, {p2})", ALL, False),
+    ("diagonal", ("offset", "dim1", "dim2"), "{t0}.diagonal({p0}, {p1}, {p2})", ALL, False),
+    ("movedim", ("source", "destination"), "{t0}.movedim({p0}, {p1})", ALL, False),
+    ("swapaxes", ("axis0", "axis1"), "{t0}.swapaxes({p0}, {p1})", ALL, False),
+    ("swapdims", ("dim0", "dim1"), "{t0}.swapdims({p0}, {p1})", ALL, False),
+    ("unflatten", ("dim", "sizes"), "{t0}.unflatten({p0}, {p1})", ALL, False),
+    ("unfold", ("dimension", "size", "step"), "{t0}.unfold({p0}, {p1}, {p2})", ALL, False),
+    ("as_strided", ("size", "stride", "offset"), "{t0}.as_strided({p0}, {p1}, {p2})", ALL, False),
+    ("mT", (), "{t0}.mT", ALL, False),
+    ("T", (), "{t0}.T", ALL, False),
+    ("H", (), "{t0}.H", _REAL, False),
+    ("mH", (), "{t0}.mH", _REAL, False),
+    ("adjoint", (), "{t0}.adjoint()", _REAL, False),
+    ("unbind_k", ("dim", "k"), "{t0}.unbind({p0})[{p1}]", ALL, True),
+    ("split_k", ("size", "dim", "k"), "{t0}.split({p0}, {p1})[{p2}]", ALL, True),
+    (
+        "split_with_sizes_k",
+        ("sizes", "dim", "k"),
+        "{t0}.split_with_sizes({p0}, {p1})[{p2}]",
+        ALL,
+        True,
+    ),
+    ("chunk_k", ("chunks", "dim", "k"), "{t0}.chunk({p0}, {p1})[{p2}]", ALL, True),
+    ("tensor_split_k", ("sections", "dim", "k"), "{t0}.tensor_split({p0}, {p1})[{p2}]", ALL, False),
+    ("hsplit_k", ("sections", "k"), "{t0}.hsplit({p0})[{p1}]", ALL, False),
+    ("vsplit_k", ("sections", "k"), "{t0}.vsplit({p0})[{p1}]", ALL, False),
+]:
+    _geom = {"swapaxes": views.transpose, "swapdims": views.transpose, "H": view_ops.T}
+    _geom.update(mH=view_ops.mT, adjoint=view_ops.mT)
+    _row(
+        _n,
+        1,
+        _p,
+        _tpl,
+        "view",
+        view=True,
+        dtypes=_d,
+        geom=_geom.get(_n) or getattr(view_ops, _n),
+        param_kinds=("custom",) * len(_p),
+        multi_output=_multi,
+    )
 
 for _n, (_f, _s, _g, _d) in UNARY.items():
     _row(

@@ -1435,3 +1435,75 @@ def _():
         return requires_grad_
 
     _replace("requires_grad_", make)
+
+
+# --- the wider autograd surface (issue 10): view ops ---------------------------------
+
+
+@plant(
+    "unbind_outputs_ordinary@multi_output",
+    "view.multi_output_base_written_raises",
+    "x.unbind(d) is made of select()s: ordinary views, whose grad_fn is regenerated after a write",
+)
+def _():
+    def make(orig):
+        def unbind(self, dim=0):
+            return tuple(self.select(dim, i) for i in range(self.shape[dim]))
+
+        return unbind
+
+    _replace("unbind", make)
+
+
+@plant(
+    "split_outputs_writable@one_view_op",
+    "view.multi_output_inplace_raises",
+    "x.split(n, d) is made of narrow()s (split alone: chunk and unbind keep the rule)",
+)
+def _():
+    def make(orig):
+        def split(self, split_size, dim=0):
+            if not isinstance(split_size, int) or self.dim() == 0:
+                return orig(self, split_size, dim)
+            n = self.shape[dim]
+            starts = range(0, n, split_size) if n else [0]
+            return tuple(self.narrow(dim, s, min(split_size, n - s)) for s in starts)
+
+        return split
+
+    _replace("split", make)
+
+
+@plant(
+    "multi_output_grad_fn_regenerated",
+    "view.multi_output_base_written_raises",
+    "a stale output of unbind/split/chunk reads grad_fn None instead of raising",
+)
+def _():
+    def getter(get):
+        def grad_fn(self):
+            try:
+                return get(self)
+            except RuntimeError as error:
+                if "returns multiple views" in str(error):
+                    return None
+                raise
+
+        return grad_fn
+
+    _replace_property("grad_fn", getter=getter)
+
+
+@plant(
+    "unfold_copies@one_view_op",
+    "view.shares_storage_and_version",
+    "x.unfold(d, size, step) returns a copy on new memory",
+)
+def _():
+    def make(orig):
+        def unfold(self, *a, **k):
+            return orig(self, *a, **k).clone()
+
+        return unfold
+
+    _replace("unfold", make)

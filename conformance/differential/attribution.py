@@ -91,6 +91,7 @@ RAISED = {
     "INFERENCE_REQUIRES_GRAD": "inference.not_saved_for_backward",
     "INFERENCE_VERSION": "inference.no_version_counter",
     "INFERENCE_INPLACE": "inference.no_version_counter",
+    "MULTI_OUTPUT_VIEW_INPLACE": "view.multi_output_inplace_raises",
 }
 
 
@@ -269,8 +270,22 @@ def attribute(run: Run, d: Discrepancy) -> str:
     return "ops.values"
 
 
+MULTI_OUTPUT_OPS = tuple(name for name, spec in OPS.items() if spec.multi_output)
+
+
+def _multi_output_rule(f: Facts) -> str:
+    """An in-place op on a multi-output view is refused as such; any other use of
+    one whose base was written fails when its grad_fn is regenerated."""
+    op = f.step.op
+    if op != "leaf" and OPS[op].inplace and f.run.oracle_pool[f.step.tensors[0]].multi_output:
+        return "view.multi_output_inplace_raises"
+    return "view.multi_output_base_written_raises"
+
+
 def _raise(f: Facts) -> str:
     expected, actual, op = f.d.expected, f.d.actual, f.step.op
+    if "MULTI_OUTPUT_VIEW_INPLACE" in (expected, actual):
+        return _multi_output_rule(f)
     if expected is not None:
         if expected == "INPLACE_ON_LEAF":
             return "copy.into_grad_leaf_raises" if op == "copy_" else "leaf.inplace_raises"
@@ -380,7 +395,10 @@ def _version(f: Facts, i: int) -> str:
 
 def _autograd_flags(f: Facts, i: int) -> str:
     op = f.step.op
-    theirs = f.run.observed[1][i]
+    ours, theirs = f.run.observed[0][i], f.run.observed[1][i]
+    seen = (getattr(ours, f.d.kind), getattr(theirs, f.d.kind))
+    if RAISES in seen and f.via(i, MULTI_OUTPUT_OPS):  # a stale multi-output view's grad_fn
+        return "view.multi_output_base_written_raises"
     if theirs.requires_grad and theirs.dtype not in GRADED:
         return (
             "dtype.inplace_keeps_int_out_of_graph"

@@ -16,6 +16,7 @@ from conformance.differential.choices import (
     _scalars,
 )
 from conformance.differential.lockstep import retired_by
+from conformance.differential.view_params import CHOSEN, view_params
 from oracle import OPS, Engine, OracleError, OTensor
 from strategies.dtypes import DTYPES, seeded_values
 from strategies.programs import (
@@ -168,6 +169,8 @@ def _scalar(draw, op: str, name: str, t: OTensor):
 def _params(draw, op: str, t: OTensor) -> tuple | None:
     """Parameters for `op` on `t`, or None if it has none that fit."""
     spec, shape, rank = OPS[op], t.shape, len(t.shape)
+    if op in CHOSEN:  # view ops whose arguments depend on each other, or on the rank
+        return view_params(draw, op, t)
     if op == "select":
         live = [d for d in range(rank) if shape[d] > 0]
         if not live:

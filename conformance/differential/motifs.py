@@ -19,6 +19,7 @@ from conformance.differential.growth import (
     _leaf,
     _pick,
 )
+from conformance.differential.view_params import CHOSEN
 from oracle import OPS
 from strategies.programs import Step, expand_shape
 
@@ -233,7 +234,33 @@ def _motif_inference_meets_grad(draw, g: Growth) -> None:
         _backward(draw, g, y)
 
 
+# the view ops of tensor_view.rst beyond the first ten
+SURFACE_VIEWS = tuple(sorted(CHOSEN))
+
+
+def _motif_surface_view(draw, g: Growth) -> None:
+    """One of the wider surface's views (a window, a reordering, one output of
+    several), maybe a view of it, then a write through it or its base (in grad
+    mode or not), then backward: the rules on multi-output views meet CopySlices."""
+    x = _graded(draw, g) if draw(_ints(0, 3)) else _pick(draw, g)
+    if x is None:
+        return
+    base = _apply_op(draw, g, draw(_one_of(("mul_s", "clone"))), x, no_grad=False) or x
+    view = _apply_op(draw, g, draw(_one_of(SURFACE_VIEWS)), base, no_grad=draw(_ints(0, 5)) == 5)
+    if view is None:
+        return
+    if draw(_BOOLS):
+        view = _apply_op(draw, g, draw(_one_of(FAMILIES["view"])), view) or view
+    target = view if draw(_ints(0, 2)) else base
+    writes = _fitting(FAMILIES["inplace"], g.pool[target])
+    if writes:
+        _apply_op(draw, g, draw(_one_of(writes)), target, no_grad=draw(_ints(0, 2)) == 0)
+    _backward(draw, g, draw(_one_of((base, view))))
+
+
 MOTIFS = (
+    _motif_surface_view,
+    _motif_surface_view,  # some twenty ops share it
     _motif_inference_meets_grad,
     _motif_written_through_alias,
     _motif_written_after_use,
