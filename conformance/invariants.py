@@ -82,6 +82,11 @@ _CHECK_INPLACE = "torch/csrc/autograd/VariableTypeUtils.h (check_inplace)"
 _NO_GRAD_DOC = "torch/autograd/grad_mode.py (no_grad)"
 _DTYPES_DOC = "torch/autograd/__init__.py"
 _INFERENCE_DOC = "torch/autograd/grad_mode.py (inference_mode)"
+_INDEX_PUT_SENTENCE = (
+    "Puts values from the tensor values into the tensor self using the indices specified in "
+    "indices (which is a tuple of Tensors). The expression tensor.index_put_(indices, values) "
+    "is equivalent to tensor[indices] = values. Returns self."
+)
 _MULTI_OUTPUT_SOURCE = (
     "torch/csrc/autograd/variable.cpp (handle_view_on_rebase); an error since torch 1.9 "
     "(pytorch/pytorch#56093, which ended the deprecation begun in 1.7: a UserWarning "
@@ -521,6 +526,23 @@ CATALOGUE: tuple[Invariant, ...] = (
         "views.",
         _MULTI_OUTPUT_SOURCE,
         ">=1.9",
+    ),
+    # --- the wider autograd surface (issue 10): writes at indexed positions ------------
+    Invariant(
+        "index.writes_in_place",
+        "An indexed write (x[i] = v with a tensor index, index_put_, masked_fill_, "
+        "index_add_, index_copy_, scatter_) changes exactly the indexed elements of x, in "
+        "x's own memory, and returns x itself.",
+        _INDEX_PUT_SENTENCE,
+        "torch/_tensor_docs.py (Tensor.index_put_)",
+    ),
+    Invariant(
+        "index.grad_to_source",
+        "Gradient through an indexed write reaches the source from the elements it wrote, and "
+        "the overwritten elements of x get none (index_add_ adds, so x gets all of it).",
+        _INDEX_PUT_SENTENCE,
+        "tools/autograd/derivatives.yaml (index_put, index_copy, index_add, scatter.src, "
+        "masked_fill.Scalar)",
     ),
 )
 

@@ -363,6 +363,24 @@ class Engine:
             self._rebase(t, self._node(spec, ts, p, edges, saves, t))
         return t
 
+    def _op_index_write(self, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:
+        """index_put_, masked_fill_, index_add_...: an in-place op whose source fills
+        some of self's elements; nothing of self or the source is saved."""
+        t = ts[0]
+        need = self._needs_grad(ts) and differentiable(t.dtype)
+        self._check_inplace(t, need)
+        edges = [x.edge() for x in ts] if need else None
+        if spec.overlap_check:
+            self._check_write(t, None)
+        elif geo.has_internal_overlap(t.shape, t.strides):  # which write lands last: unknown
+            self.undefined = f"{spec.name} into elements that share memory"
+        with np.errstate(all="ignore"):
+            values = spec.fwd([op_values(x.values(), x.dtype) for x in ts], p, t.dtype)
+        self._write(t, values)
+        if need:
+            self._rebase(t, self._node(spec, ts, p, edges, {}, t))
+        return None if not spec.returns else t
+
     def _op_copy_(self, spec: OpSpec, ts: list, p: tuple, fill: bool = False) -> OTensor:
         t, src = ts
         need = self._needs_grad(ts) and differentiable(t.dtype)

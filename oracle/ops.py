@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import view_ops, views
+from . import index_ops, view_ops, views
 from .dtypes import REAL_OF, kind, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import (
@@ -585,3 +585,23 @@ _row(
 )
 _row("retain_grad", 1, (), "{t0}.retain_grad()", "retain_grad", statement=True, returns=False)
 _row("zero_grad", 1, (), "{t0}.grad = None", "zero_grad", statement=True, returns=False)
+
+# writes at indexed positions (index_ops): in place, like the rows above, but
+# the source fills only some of self's elements
+for _n, (_tpl, _p, _f, _b, _arity) in index_ops.ROWS.items():
+    _row(
+        _n,
+        _arity,
+        _p,
+        _tpl,
+        "index_write",
+        inplace=True,
+        statement=_n == "setitem_t",
+        returns=_n != "setitem_t",
+        dtypes=FCI if _n == "index_add_" else ALL,
+        # index_put_ does not look; masked_fill_ only warns on expanded memory
+        overlap_check=_n in ("index_add_", "index_copy_", "scatter_"),
+        param_kinds=("custom",) * len(_p),
+        fwd=lambda xs, p, dt, f=_f: f(xs[0], xs[1] if len(xs) > 1 else None, p),
+        bwd=lambda g, sv, p, n, s, b=_b: list(b(g, p, s[-1]))[: len(s)],
+    )

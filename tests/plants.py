@@ -1507,3 +1507,69 @@ def _():
         return unfold
 
     _replace("unfold", make)
+
+
+# --- the wider autograd surface (issue 10): writes at indexed positions -----------
+
+
+def _tensor_index(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, _torch().Tensor) and i.dim() > 0 for i in items)
+
+
+@plant(
+    "setitem_tensor_index_no_bump@tensor_index",
+    "version.bumps_on_inplace",
+    "x[idx] = v with a tensor index (index_put_) leaves x's version where it was",
+)
+def _():
+    def make(orig):
+        def setitem(self, index, value):
+            version = self._version
+            orig(self, index, value)
+            if _tensor_index(index):
+                _set_version(self, version)
+
+        return setitem
+
+    _replace("__setitem__", make)
+
+
+@plant(
+    "setitem_tensor_index_into_copy@tensor_index",
+    "index.writes_in_place",
+    "x[idx] = v with a tensor index writes into a copy of x: x keeps its values",
+)
+def _():
+    def make(orig):
+        def setitem(self, index, value):
+            if _tensor_index(index):
+                orig(self.clone(), index, value)
+                with _torch().no_grad():
+                    self.add_(0)  # (the version still moves)
+                return
+            orig(self, index, value)
+
+        return setitem
+
+    _replace("__setitem__", make)
+
+
+@plant(
+    "index_copy_grad_to_self@one_index_op",
+    "index.grad_to_source",
+    "x.index_copy_(d, i, src) passes all of x's gradient to its old values and none to src",
+)
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def index_copy_(self, dim, index, source):
+            if not (torch.is_grad_enabled() and (self.requires_grad or source.requires_grad)):
+                return orig(self, dim, index, source)
+            new = orig(self.detach().clone(), dim, index, source.detach())
+            return self.add_(new - self.detach())
+
+        return index_copy_
+
+    _replace("index_copy_", make)

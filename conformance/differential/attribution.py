@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from conformance.differential.index_params import INDEX_WRITES
 from conformance.differential.lockstep import Discrepancy, Run, execute
 from conformance.differential.minimize import same_failure
 from conformance.differential.observe import RAISES
@@ -238,6 +239,8 @@ def attribute(run: Run, d: Discrepancy) -> str:
     if kind == "raise":
         return _raise(f)
     if kind == "identity":
+        if f.step.op in INDEX_WRITES:
+            return "index.writes_in_place"
         return "copy.values_copied" if f.step.op == "copy_" else "ops.inplace_writes_self"
     if kind == "storage_moved":
         if f.step.op == "copy_":
@@ -369,6 +372,8 @@ def _values(f: Facts, i: int) -> str:
     if target is None:
         return "ops.out_of_place_new_tensor"
     if target == i:
+        if f.step.op in INDEX_WRITES:
+            return "index.writes_in_place"
         return {"copy_": "copy.values_copied", "set_data": "data.shares_storage"}.get(
             f.step.op, "ops.values"
         )
@@ -466,6 +471,8 @@ def _grad(f: Facts, i: int) -> str:
         increment = ours.grad - before_o[i].grad
         if theirs.grad is not None and np.allclose(theirs.grad, increment, equal_nan=True):
             return "grad.accumulates_across_backward"
+    if any(s.op in INDEX_WRITES for s in f.steps[: d.step]):
+        return "index.grad_to_source"
     copies = [(n, s) for n, s in enumerate(f.steps[: d.step]) if s.op == "copy_"]
     if copies:
         # a leaf behind the values copy_ overwrote (what made them, and what

@@ -15,6 +15,7 @@ from conformance.differential.choices import (
     _permutations,
     _scalars,
 )
+from conformance.differential.index_params import INDEX_WRITES, index_params, source_shape
 from conformance.differential.lockstep import retired_by
 from conformance.differential.view_params import CHOSEN, view_params
 from oracle import OPS, Engine, OracleError, OTensor
@@ -44,6 +45,8 @@ def _family(name: str) -> str:
         return "copy"
     if name in AUTOGRAD or name in BACKWARD:
         return "autograd" if name in AUTOGRAD else "backward"
+    if name in INDEX_WRITES:
+        return "index"
     if spec.view:
         return "view"
     if spec.inplace:
@@ -64,6 +67,7 @@ WEIGHTS = {
     "copy": 3,
     "math": 3,
     "inplace": 4,
+    "index": 2,
     "backward": 3,
     "autograd": 2,
     "motif": 8,
@@ -171,6 +175,8 @@ def _params(draw, op: str, t: OTensor) -> tuple | None:
     spec, shape, rank = OPS[op], t.shape, len(t.shape)
     if op in CHOSEN:  # view ops whose arguments depend on each other, or on the rank
         return view_params(draw, op, t)
+    if op in INDEX_WRITES:
+        return index_params(draw, op, t)
     if op == "select":
         live = [d for d in range(rank) if shape[d] > 0]
         if not live:
@@ -247,6 +253,9 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
             return u.shape == shape and alike(u)
 
         make = dict(shape=shape, **same)
+    elif op in INDEX_WRITES:  # always a new source: it must not alias what it writes
+        fits = None
+        make = dict(shape=source_shape(draw, op, tuple(t.shape), params), **same)
     elif op == "backward_g":
         fits = None  # always a new tensor: see lockstep.retired_by
         make = dict(shape=t.shape, requires_grad=False, **same)

@@ -258,7 +258,21 @@ def _motif_surface_view(draw, g: Growth) -> None:
     _backward(draw, g, draw(_one_of((base, view))))
 
 
+def _motif_indexed_write(draw, g: Growth) -> None:
+    """A write at indexed positions (x[idx] = v, index_put_, masked_fill_,
+    index_add_, index_copy_, scatter_) into a tensor in the graph, or a view of
+    one, then backward: the source's gradient is what reached its positions."""
+    x = _graded(draw, g)
+    base = _apply_op(draw, g, draw(_one_of(("mul_s", "clone"))), x, no_grad=False) or x
+    target = base
+    if draw(_BOOLS):
+        target = _apply_op(draw, g, draw(_one_of(("transpose", "getitem", "narrow"))), base) or base
+    _apply_op(draw, g, draw(_one_of(FAMILIES["index"])), target, no_grad=draw(_ints(0, 5)) == 5)
+    _backward(draw, g, draw(_one_of((base, target))))
+
+
 MOTIFS = (
+    _motif_indexed_write,
     _motif_surface_view,
     _motif_surface_view,  # some twenty ops share it
     _motif_inference_meets_grad,
