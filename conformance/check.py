@@ -55,6 +55,7 @@ ERROR_CLASSES: dict[str, tuple[str, ...]] = {
     "INFERENCE_VERSION": ("Inference tensors do not track version counter",),
     "INFERENCE_SAVED": ("Inference tensors cannot be saved for backward",),
     "MULTI_OUTPUT_VIEW_INPLACE": ("returns multiple views",),
+    "INPUT_NO_GRAD": ("One of the differentiated Tensors does not require grad",),
 }
 
 

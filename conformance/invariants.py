@@ -544,6 +544,17 @@ CATALOGUE: tuple[Invariant, ...] = (
         "tools/autograd/derivatives.yaml (index_put, index_copy, index_add, scatter.src, "
         "masked_fill.Scalar)",
     ),
+    # --- the wider autograd surface (issue 10): gradient APIs ----------------------------
+    Invariant(
+        "grad.autograd_grad_returns",
+        "torch.autograd.grad(y, x, g) returns the gradient of y with respect to x (None, with "
+        "allow_unused, where y does not depend on x) and changes no tensor's .grad; an x that "
+        "does not require grad raises.",
+        "Compute and return the sum of gradients of outputs with respect to the inputs. [...] "
+        "To accumulate gradient for other parts of the graph, please use "
+        "torch.autograd.backward.",
+        "torch/autograd/__init__.py (torch.autograd.grad)",
+    ),
 )
 
 INVARIANTS: dict[str, Invariant] = {inv.id: inv for inv in CATALOGUE}

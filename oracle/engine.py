@@ -431,6 +431,32 @@ class Engine:
         self.undefined = "; ".join(run_backward(root, grad, bool(p[0]), list(self._retainers)))
         self.undefined = self.undefined or None
 
+    def _op_autograd_grad(self, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:
+        """torch.autograd.grad(out, inp, g, allow_unused=True)[0]: the gradient of out
+        with respect to inp, computed through the nodes that lead to inp alone; no .grad
+        changes. None where out does not depend on inp."""
+        out, inp, gout = ts
+        if gout.shape != out.shape:
+            raise OracleError(ErrorKind.GRAD_SHAPE_MISMATCH, "Mismatch in shape")
+        if (kind(gout.dtype) == "complex") != (kind(out.dtype) == "complex"):
+            raise OracleError(ErrorKind.GRAD_SHAPE_MISMATCH, "Mismatch in dtype")
+        root = out.edge()
+        if root is None:
+            raise OracleError(ErrorKind.NO_GRAD_FN)
+        if not inp.requires_grad:
+            raise OracleError(ErrorKind.INPUT_NO_GRAD)
+        target = inp.edge()
+        if any(t.retain_node is not None for t in self._retainers):
+            self.undefined = "retain_grad hooks under torch.autograd.grad: not modelled"
+        grad = graph.validate(round_to(gout.values(), out.dtype), graph.target_meta(root))
+        captured = [target]
+        notes = run_backward(root, grad, bool(p[0]), [], capture=captured)
+        self.undefined = self.undefined or "; ".join(notes) or None
+        if len(captured) == 1:
+            return None  # allow_unused: out does not depend on inp
+        g = graph.validate(np.asarray(captured[1]), graph.target_meta(target))
+        return new_tensor(g, inp.dtype, geo.contiguous_strides(np.shape(g)), inp.device)
+
     def _op_requires_grad_(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
         t, flag = ts[0], bool(p[0])
         if t._fn is not None and not flag:  # (the raw field: torch's C++ is_leaf)

@@ -36,6 +36,7 @@ class ErrorKind(enum.Enum):
     INFERENCE_REQUIRES_GRAD = "Setting requires_grad=True on inference tensor outside InferenceMode"
     # the wider surface (issue 10)
     MULTI_OUTPUT_VIEW_INPLACE = "This view is the output of a function that returns multiple views"
+    INPUT_NO_GRAD = "One of the differentiated Tensors does not require grad"
 
 
 # More stable substrings per kind; classify() tries these kinds first, in this order.

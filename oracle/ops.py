@@ -605,3 +605,16 @@ for _n, (_tpl, _p, _f, _b, _arity) in index_ops.ROWS.items():
         fwd=lambda xs, p, dt, f=_f: f(xs[0], xs[1] if len(xs) > 1 else None, p),
         bwd=lambda g, sv, p, n, s, b=_b: list(b(g, p, s[-1]))[: len(s)],
     )
+
+# torch.autograd.grad: the gradient is returned, nothing accumulates (None where the
+# output does not depend on the input). It is cloned: whether a returned gradient is
+# the grad_outputs tensor itself, or a view of it, is not documented
+_row(
+    "autograd_grad",
+    3,
+    ("retain_graph",),
+    "[g if g is None else g.clone() for g in "
+    "torch.autograd.grad({t0}, {t1}, {t2}, retain_graph={p0}, allow_unused=True)][0]",
+    "autograd_grad",
+    param_kinds=("bool",),
+)

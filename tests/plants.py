@@ -1573,3 +1573,25 @@ def _():
         return index_copy_
 
     _replace("index_copy_", make)
+
+
+# --- the wider autograd surface (issue 10): gradient APIs ---------------------------
+
+
+@plant(
+    "autograd_grad_accumulates",
+    "grad.autograd_grad_returns",
+    "torch.autograd.grad also accumulates into the leaves' .grad, as backward does",
+)
+def _():
+    torch = _torch()
+    original = torch.autograd.grad
+
+    def grad(outputs, inputs, grad_outputs=None, retain_graph=None, *a, **k):
+        try:
+            torch.autograd.backward(outputs, grad_outputs, retain_graph=True)
+        except RuntimeError:
+            pass  # the real call raises it again
+        return original(outputs, inputs, grad_outputs, retain_graph, *a, **k)
+
+    torch.autograd.grad = grad

@@ -93,6 +93,7 @@ RAISED = {
     "INFERENCE_VERSION": "inference.no_version_counter",
     "INFERENCE_INPLACE": "inference.no_version_counter",
     "MULTI_OUTPUT_VIEW_INPLACE": "view.multi_output_inplace_raises",
+    "INPUT_NO_GRAD": "grad.autograd_grad_returns",
 }
 
 
@@ -364,6 +365,7 @@ def _values(f: Facts, i: int) -> str:
     op = f.origins[i].op
     if f.new_result(i):
         return {
+            "autograd_grad": "grad.autograd_grad_returns",
             "clone": "clone.same_values",
             "detach": "detach.write_visible",
             "data": "data.shares_storage",
@@ -453,6 +455,8 @@ def _grad(f: Facts, i: int) -> str:
     run, d = f.run, f.d
     before_o = run.previous[0]
     ours, theirs = run.observed[0][i], run.observed[1][i]
+    if f.step.op == "autograd_grad":  # a .grad that torch.autograd.grad changed
+        return "grad.autograd_grad_returns"
     if theirs.grad is RAISES:
         return "grad.matches_leaf" if ours.is_leaf is True else "grad.leaves_only"
     if ours.grad is None and theirs.grad is not None:

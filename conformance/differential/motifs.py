@@ -271,7 +271,28 @@ def _motif_indexed_write(draw, g: Growth) -> None:
     _backward(draw, g, draw(_one_of((base, target))))
 
 
+def _motif_autograd_grad(draw, g: Growth) -> None:
+    """torch.autograd.grad of a chain with respect to its leaf, an intermediate
+    or an unrelated tensor; then, now and then, backward: .grad holds only what
+    backward put there."""
+    x = _graded(draw, g)
+    y = _apply_op(draw, g, draw(_one_of(_fitting(FAMILIES["math"], g.pool[x]))), x, no_grad=False)
+    if y is None:
+        return
+    out, savers = y, _fitting(SAVERS_OF_ONE, g.pool[y])
+    if savers and draw(_BOOLS):
+        out = _apply_op(draw, g, draw(_one_of(savers)), y) or y
+    wrt = draw(_one_of((x, x, y, _graded(draw, g))))
+    t = g.pool[out]
+    made = dict(shape=t.shape, dtype=t.dtype, device=t.device, requires_grad=False, inference=False)
+    g.apply(_leaf(draw, g, **made))
+    g.apply(Step("autograd_grad", (out, wrt, len(g.pool) - 1), (draw(_BOOLS),)))
+    if draw(_BOOLS):
+        _backward(draw, g, out)
+
+
 MOTIFS = (
+    _motif_autograd_grad,
     _motif_indexed_write,
     _motif_surface_view,
     _motif_surface_view,  # some twenty ops share it
