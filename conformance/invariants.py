@@ -555,6 +555,14 @@ CATALOGUE: tuple[Invariant, ...] = (
         "torch.autograd.backward.",
         "torch/autograd/__init__.py (torch.autograd.grad)",
     ),
+    Invariant(
+        "grad.assign_checks",
+        "Assigning x.grad a tensor of another shape, dtype or device raises; a matching one "
+        "becomes x.grad, and later backward calls add to it.",
+        "attempting to assign a gradient of size '[3, 2]' to a tensor of size '[2, 3]'. Please "
+        "ensure that the gradient and the tensor are the same size",
+        "torch/csrc/autograd/python_variable.cpp (THPVariable_set_grad)",
+    ),
 )
 
 INVARIANTS: dict[str, Invariant] = {inv.id: inv for inv in CATALOGUE}

@@ -9,10 +9,11 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from conformance.check import attributed_to, expect, expect_raises, expect_values
 from conformance.harness import Example
-from strategies.dtypes import round_to
+from strategies.dtypes import DTYPES, elements, round_to
 from strategies.tensors import GRAD_ROLES
 
 _CHAINS = (  # y from x, and dy/dx as a factor of the incoming gradient
@@ -73,3 +74,44 @@ def test_autograd_grad_with_respect_to_a_tensor_without_grad_raises(device, data
         lambda: torch.autograd.grad(y, plain, torch.ones_like(y)),
         "torch.autograd.grad(y, a tensor that does not require grad)",
     )
+
+
+@pytest.mark.invariant("grad.assign_checks")
+@given(data=st.data())
+def test_assigning_grad_checks_shape_and_dtype(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("x", roles=GRAD_ROLES)
+    leaf = x.root
+    how = ex.draw(st.sampled_from(["matching", "another shape", "another dtype"]), "new .grad")
+    shape, dtype = tuple(leaf.shape), leaf.dtype
+    if how == "another shape":
+        shape = (*shape, 2) if ex.draw(st.booleans(), "longer") or not shape else shape[1:]
+    elif how == "another dtype":
+        dtype = ex.draw(st.sampled_from([torch.float64, torch.float32, torch.int64]), "dtype")
+        if dtype == leaf.dtype:
+            dtype = torch.complex64 if not dtype.is_complex else torch.float32
+    g = None
+    if how != "another shape":
+        values = hnp.arrays(DTYPES[x.dtype].compute_dtype, shape, elements=elements(x.dtype))
+        g = ex.draw(values, "the new .grad")
+    new = (
+        torch.tensor(g, dtype=leaf.dtype, device=device).to(dtype)
+        if g is not None
+        else torch.ones(shape, dtype=dtype, device=device)
+    )
+    if how != "matching":
+        expect_raises(
+            "grad.assign_checks",
+            "GRAD_ASSIGN_MISMATCH",
+            lambda: setattr(leaf, "grad", new),
+            f"x.grad = a tensor of {how} ({tuple(new.shape)}, {new.dtype})",
+        )
+        expect("grad.assign_checks", leaf.grad is None, f"a refused .grad was kept: {leaf.grad}")
+        return
+    leaf.grad = new
+    expect("grad.assign_checks", leaf.grad is new, "x.grad is not the tensor assigned to it")
+    extra = ex.gradient(x, "backward's gradient")
+    with attributed_to("grad.assign_checks", "backward after assigning .grad"):
+        x.tensor.backward(torch.tensor(extra, dtype=x.tensor.dtype, device=device))
+    want = round_to(g + round_to(x.grad_for_root(extra), x.dtype), x.dtype)
+    expect_values("grad.assign_checks", leaf.grad, want, "the assigned .grad plus backward's")

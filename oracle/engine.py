@@ -476,5 +476,13 @@ class Engine:
             t.retain_node = t.grad_fn()
             self._retainers.add(t)
 
+    def _op_set_grad(self, spec: OpSpec, ts: list, p: tuple) -> None:
+        t, g = ts
+        if g.shape != t.shape:
+            raise OracleError(ErrorKind.GRAD_ASSIGN_MISMATCH, f"of size {g.shape} to {t.shape}")
+        if g.dtype != (t.grad_dtype or t.dtype) or g.device != t.device:
+            raise OracleError(ErrorKind.GRAD_ASSIGN_MISMATCH, f"with dtype {g.dtype}")
+        t.grad, t.grad_dtype = g.values(), g.dtype
+
     def _op_zero_grad(self, spec: OpSpec, ts: list, p: tuple) -> None:
         ts[0].grad = None

@@ -37,6 +37,7 @@ class ErrorKind(enum.Enum):
     # the wider surface (issue 10)
     MULTI_OUTPUT_VIEW_INPLACE = "This view is the output of a function that returns multiple views"
     INPUT_NO_GRAD = "One of the differentiated Tensors does not require grad"
+    GRAD_ASSIGN_MISMATCH = "attempting to assign a gradient"
 
 
 # More stable substrings per kind; classify() tries these kinds first, in this order.
@@ -57,6 +58,7 @@ _ALSO = {
         "Expected size for first two dimensions of batch2 tensor",
     ),
     ErrorKind.GRAD_SHAPE_MISMATCH: ("invalid gradient at index", "Mismatch in dtype"),
+    ErrorKind.GRAD_ASSIGN_MISMATCH: ("assigned grad has data of a different",),  # before 2.x
     ErrorKind.INDEX_OUT_OF_RANGE: (
         "out of bounds",
         "too many indices",

@@ -618,3 +618,14 @@ _row(
     "autograd_grad",
     param_kinds=("bool",),
 )
+# x.grad = g: checked against x's shape, dtype and device; g then is x's .grad
+_row(
+    "set_grad",
+    2,
+    (),
+    "{t0}.grad = {t1}",
+    "set_grad",
+    statement=True,
+    returns=False,
+    cross_dtype=True,
+)

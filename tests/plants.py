@@ -1595,3 +1595,22 @@ def _():
         return original(outputs, inputs, grad_outputs, retain_graph, *a, **k)
 
     torch.autograd.grad = grad
+
+
+@plant(
+    "grad_assign_unchecked",
+    "grad.assign_checks",
+    "x.grad = g of another shape or dtype is silently ignored instead of refused",
+)
+def _():
+    def setter(put):
+        def set_grad(self, value):
+            try:
+                put(self, value)
+            except RuntimeError as error:
+                if "attempting to assign a gradient" not in str(error):
+                    raise
+
+        return set_grad
+
+    _replace_property("grad", setter=setter)

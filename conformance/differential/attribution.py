@@ -94,6 +94,7 @@ RAISED = {
     "INFERENCE_INPLACE": "inference.no_version_counter",
     "MULTI_OUTPUT_VIEW_INPLACE": "view.multi_output_inplace_raises",
     "INPUT_NO_GRAD": "grad.autograd_grad_returns",
+    "GRAD_ASSIGN_MISMATCH": "grad.assign_checks",
 }
 
 
@@ -457,6 +458,8 @@ def _grad(f: Facts, i: int) -> str:
     ours, theirs = run.observed[0][i], run.observed[1][i]
     if f.step.op == "autograd_grad":  # a .grad that torch.autograd.grad changed
         return "grad.autograd_grad_returns"
+    if f.step.op == "set_grad":
+        return "grad.assign_checks"
     if theirs.grad is RAISES:
         return "grad.matches_leaf" if ours.is_leaf is True else "grad.leaves_only"
     if ours.grad is None and theirs.grad is not None:

@@ -33,7 +33,7 @@ from strategies.programs import (
 
 ALIASES = ("clone", "detach", "data", "detach_", "set_data", "zeros_like")
 WRITES_FROM = ("copy_", "setitem", "setitem_s")  # in-place writes of another tensor's values
-AUTOGRAD = ("requires_grad_", "retain_grad", "zero_grad")
+AUTOGRAD = ("requires_grad_", "retain_grad", "zero_grad", "set_grad")
 BACKWARD = ("backward", "backward_g")
 
 
@@ -255,6 +255,14 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
             return u.shape == shape and alike(u)
 
         make = dict(shape=shape, **same)
+    elif op == "set_grad":  # always a new tensor: it becomes .grad (see lockstep.retired_by)
+        fits = None
+        make = dict(shape=t.shape, requires_grad=False, inference=False, **same)
+        if not draw(_ints(0, 7)):  # now and then one that must be refused
+            bad = _mismatched(draw, tuple(t.shape)) if t.shape else (2,)
+            make["shape"] = bad or (len(t.shape) + 1) * (2,)
+        elif not draw(_ints(0, 7)):
+            make["dtype"] = draw(_one_of(g.dtypes))
     elif op in INDEX_WRITES:  # always a new source: it must not alias what it writes
         fits = None
         make = dict(shape=source_shape(draw, op, tuple(t.shape), params), **same)
@@ -401,6 +409,6 @@ SAVERS = tuple(n for n in FAMILIES["math"] if OPS[n].saves)
 NON_SAVERS = tuple(n for n in FAMILIES["math"] if not OPS[n].saves)
 SAVERS_OF_ONE = tuple(n for n in SAVERS if OPS[n].arity == 1)
 # ops whose behaviour on inference tensors the model leaves out
-UNMODELLED_ON_INFERENCE = ("set_data", "detach_", "retain_grad", "zeros_like")
+UNMODELLED_ON_INFERENCE = ("set_data", "detach_", "retain_grad", "zeros_like", "set_grad")
 # write through: itself, or an alias; .data and detach() are what the rules contrast
 ALIAS_FOR_WRITE = (None, "data", "detach", "data", "detach", "getitem", "transpose", "select")

@@ -28,6 +28,7 @@ _SAYS = {
     "requires_grad_": "sets {0}.requires_grad",
     "retain_grad": "{0} will keep its .grad",
     "zero_grad": "{0}.grad = None",
+    "set_grad": "{0}.grad is {1} (checked: shape, dtype, device)",
     "autograd_grad": "the gradient of {0} with respect to {1}, given {2}; no .grad changes",
 }
 

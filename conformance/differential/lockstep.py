@@ -44,6 +44,8 @@ def retired_by(step: Step) -> set[int]:
     """
     if step.op == "autograd_grad":  # (its gradient may come back as the result)
         return {step.tensors[2]}
+    if step.op == "set_grad":  # it is .grad now: backward accumulates into it in place
+        return {step.tensors[1]}
     return {step.tensors[1]} if step.op == "backward_g" else set()
 
 

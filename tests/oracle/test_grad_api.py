@@ -82,3 +82,14 @@ def test_gradient_matches_finite_differences():
 
     (want,) = numeric_grads(chain, xs, "float64", np.array([1.0, -1.0, 0.5]))
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_assigning_grad_checks_shape_and_dtype_then_accumulates():
+    eng = Engine()
+    x = _leaf(eng, [1.0, 2.0])
+    raises(E.GRAD_ASSIGN_MISMATCH, eng.call, "set_grad", [x, _leaf(eng, [1.0, 2.0, 3.0], False)])
+    raises(E.GRAD_ASSIGN_MISMATCH, eng.call, "set_grad", [x, eng.leaf(np.ones(2), "float32")])
+    assert x.grad is None
+    eng.call("set_grad", [x, _leaf(eng, [10.0, 20.0], False)])
+    eng.call("backward", [eng.call("sum", [eng.call("mul_s", [x], (3.0,))])], (False,))
+    np.testing.assert_array_equal(x.grad, [13.0, 23.0])
