@@ -90,7 +90,13 @@ def _as_strided(draw, shape: Shape, contiguous: bool, offset: int):
 
 
 def _rank(low: int, high: int | None = None) -> Callable:
-    return lambda draw, shape: () if low <= len(shape) <= (high or low + 99) else None
+    """No params, for tensors of rank low..high (no upper bound if None)."""
+
+    def params(draw, shape: Shape):
+        fits = low <= len(shape) and (high is None or len(shape) <= high)
+        return () if fits else None
+
+    return params
 
 
 def _unbind(draw, shape: Shape):
