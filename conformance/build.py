@@ -83,9 +83,9 @@ DIFFERENCES: dict[str, ReleaseDifference] = {
         ),
         ReleaseDifference(
             "full_slice_write_is_view_write",
-            # 2.0.1, 2.4.1 and 2.6.0 write a view, 2.9.1 and later x itself (bisected
-            # with the release wheels; 2.7 and 2.8: see docs/releases.md)
-            "<2.7",
+            # 2.0.1, 2.4.1, 2.6.0 and 2.8.0 write a view, 2.9.1 and later x itself
+            # (bisected with the release wheels, docs/releases.md)
+            "<2.9",
             "`x[:] = v` (a whole-dimension slice without its stop, or with a stop past the "
             "end) writes through a view of x: on a leaf that requires grad it raises the "
             "view-of-a-leaf error",

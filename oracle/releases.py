@@ -16,7 +16,7 @@ class Release:
 
     # A slice over a whole dimension written without its stop (`x[:]`, `x[0:]`,
     # or a stop past the end) makes no op and hands back x itself; in older
-    # releases (2.6 and before) only a stop equal to the size did (`x[0:n]`),
+    # releases (before 2.9) only a stop equal to the size did (`x[0:n]`),
     # and `x[:] = v` wrote through a view of x (a leaf then raised the
     # view-of-a-leaf error).
     open_slice_is_identity: bool = True
