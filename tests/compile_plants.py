@@ -92,10 +92,49 @@ def swallows_error(gm, example_inputs):
     return run
 
 
+def _alone(out, args) -> list[bool]:
+    """Per output: a tensor that shares memory with no input and no other output."""
+    storages = [
+        o.untyped_storage().data_ptr() if isinstance(o, torch.Tensor) else None for o in out
+    ]
+    taken = {t.untyped_storage().data_ptr() for t in _inputs(args)}
+    return [s is not None and s not in taken and storages.count(s) == 1 for s in storages]
+
+
+def changes_outputs(gm, example_inputs):
+    """Outputs on memory of their own come back one higher (floating ones)."""
+    compiled = aot_eager(gm, example_inputs)
+
+    def run(*args):
+        out = compiled(*args)
+        return type(out)(
+            o + 1 if alone and (o.is_floating_point() or o.is_complex()) else o
+            for o, alone in zip(out, _alone(out, args), strict=True)
+        )
+
+    return run
+
+
+def drops_requires_grad(gm, example_inputs):
+    """Outputs on memory of their own come back detached from the graph."""
+    compiled = aot_eager(gm, example_inputs)
+
+    def run(*args):
+        out = compiled(*args)
+        return type(out)(
+            o.detach() if alone and o.requires_grad else o
+            for o, alone in zip(out, _alone(out, args), strict=True)
+        )
+
+    return run
+
+
 PLANTS: dict[str, str] = {
     "drops_input_mutation": "compile.input_mutation",
     "copies_views": "compile.aliasing",
     "skips_version_bump": "compile.version",
     "changes_gradient": "compile.grad",
     "swallows_error": "compile.raises",
+    "changes_outputs": "compile.outputs",
+    "drops_requires_grad": "compile.autograd_flags",
 }
