@@ -15,6 +15,8 @@ import numpy as np
 import torch
 
 from conformance.invariants import INVARIANTS
+from oracle.dtypes import round_to
+from strategies.dtypes import DTYPES
 from strategies.tensors import DTYPE_NAMES, to_numpy
 
 
@@ -137,9 +139,13 @@ def close(
 
 
 def expect_values(invariant: str, tensor: torch.Tensor, expected: np.ndarray, what: str) -> None:
-    """`tensor` holds `expected` (within its dtype's tolerance)."""
+    """`tensor` holds `expected` (within its dtype's tolerance). Integer
+    expectations wrap to the dtype's width, as torch's integer arithmetic does
+    (uint8 10 * 4 * 7 holds 24)."""
     actual = to_numpy(tensor)
     dtype = DTYPE_NAMES[tensor.dtype]
+    if DTYPES[dtype].kind == "int":
+        expected = round_to(expected, dtype)
     expect(
         invariant,
         close(actual, np.asarray(expected), dtype),
