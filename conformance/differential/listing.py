@@ -116,6 +116,9 @@ def listing(program: Program) -> list[str]:
 
 
 _HELPERS = """\
+nan, inf = float("nan"), float("inf")  # as the expected values below spell them
+
+
 def same_storage(a, b):
     return a.untyped_storage()._cdata == b.untyped_storage()._cdata
 
