@@ -440,21 +440,31 @@ def feeding(run: Run, step: Step) -> set[int]:
 def grad_tolerance(dtype: str, pool: list[Observed]) -> tuple[float, float]:
     """(rtol, atol) for a gradient: the tolerance of the least precise floating
     dtype on its path (`pool`: the tensors it was computed through), with an
-    absolute part that grows with the square of the largest magnitude there
-    (a gradient term is a product)."""
+    absolute part of a few units of the size of the gradient's terms.
+
+    A term is a product of values and gradients, or a quotient by a value
+    (div, log, sqrt, reciprocal): its size is bounded by the square of the
+    largest magnitude on the path times the reciprocal of the smallest
+    nonzero value there. `x / x` at x = 0.0067 in float32 has terms of 558
+    that cancel to a residue of 6e-5, not to 0."""
     floating = [o.dtype for o in pool if o.dtype in _UNIT] + [dtype]
     coarsest = max((d for d in floating if d in _UNIT), key=lambda d: _UNIT[d], default=dtype)
     rtol, atol = tolerance(coarsest if coarsest in _UNIT else dtype)
     if coarsest not in _UNIT:
         return rtol, atol
-    scale = 1.0
+    largest, smallest = 1.0, 1.0
     for seen in pool:
         for array in (seen.values, seen.grad):
-            if array is not None and array.size and array.dtype.kind in "fc":
-                finite = np.abs(array[np.isfinite(array)])
-                if finite.size:
-                    scale = max(scale, min(float(finite.max()), _SCALE_CAP))
-    return rtol, atol + 8 * _UNIT[coarsest] * scale * scale
+            if array is None or not array.size or array.dtype.kind not in "fc":
+                continue
+            finite = np.abs(array[np.isfinite(array)])
+            if finite.size:
+                largest = max(largest, float(finite.max()))
+            nonzero = finite[finite > 0] if array is seen.values else finite[:0]
+            if nonzero.size:
+                smallest = min(smallest, float(nonzero.min()))
+    terms = min(largest * largest / smallest, _SCALE_CAP * _SCALE_CAP)
+    return rtol, atol + 8 * _UNIT[coarsest] * terms
 
 
 def _base_name(base: int | None) -> str:
