@@ -14,12 +14,11 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
 from conformance import build, watch
 from conformance.internal import suite_code
 from conformance.selection import current
-from strategies.dtypes import DTYPES, elements
+from strategies.dtypes import DTYPES, arrays
 from strategies.programs import Program
 from strategies.tensors import TensorCase, tensor_cases
 
@@ -125,10 +124,7 @@ class Example:
 
     def gradient(self, case: TensorCase, label: str = "gradient") -> np.ndarray:
         """Values for a gradient of the case's shape and dtype."""
-        strategy = hnp.arrays(
-            DTYPES[case.dtype].compute_dtype, case.shape, elements=elements(case.dtype)
-        )
-        return self.draw(strategy, label)
+        return self.draw(arrays(case.dtype, case.shape), label)
 
     def other_device(self, label: str = "other device") -> str:
         """A present device, possibly this one: for cross-device copies."""

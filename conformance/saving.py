@@ -116,9 +116,8 @@ def _probe(op: Saver | NonSaver):
 def draw_scenario(ex, ops: str = "savers") -> SavedScenario:
     """Draw x (reaching a leaf), a plain `other` and an op from the table."""
     from hypothesis import strategies as st
-    from hypothesis.extra import numpy as hnp
 
-    from strategies.dtypes import DTYPES, small_elements
+    from strategies.dtypes import DTYPES, arrays, nonzero_small_elements, small_elements
     from strategies.layouts import WRITABLE_LAYOUTS
     from strategies.tensors import GRAD_ROLES, TORCH_DTYPES
 
@@ -130,17 +129,13 @@ def draw_scenario(ex, ops: str = "savers") -> SavedScenario:
     table = tuple(o for o in table if ex.has_kernel(o.name, _probe(o), (x.dtype,), True))
     op = ex.draw(st.sampled_from(table), "op")
     other_values = ex.draw(
-        hnp.arrays(
-            DTYPES[x.dtype].compute_dtype,
-            x.shape,
-            elements=small_elements(x.dtype).filter(lambda v: v != 0),
-        ),
+        arrays(x.dtype, x.shape, nonzero_small_elements),
         "other",
     )
     other = torch.tensor(other_values, dtype=TORCH_DTYPES[x.dtype], device=ex.device)
     y = op.forward(x.tensor, other)
     grad_values = ex.draw(
-        hnp.arrays(DTYPES[x.dtype].compute_dtype, tuple(y.shape), elements=small_elements(x.dtype)),
+        arrays(x.dtype, tuple(y.shape), small_elements),
         "gradient",
     )
     gradient = torch.tensor(grad_values, dtype=y.dtype, device=ex.device)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from conformance.check import expect, expect_raises, expect_values, shares_storage
 from conformance.harness import Example
 from conformance.writes import writes_for
-from strategies.dtypes import DTYPES, elements
+from strategies.dtypes import arrays, elements
 from strategies.layouts import WRITABLE_LAYOUTS
 from strategies.tensors import TORCH_DTYPES
 from strategies.views import views
@@ -119,7 +119,7 @@ def test_inplace_on_view_updates_base_history(device, data):
     from strategies.shapes import shapes
 
     shape = ex.draw(shapes(), "shape")
-    root_values = ex.draw(_arrays(dtype, shape), "root values")
+    root_values = ex.draw(arrays(dtype, shape), "root values")
     root = torch.tensor(root_values, dtype=TORCH_DTYPES[dtype], device=device, requires_grad=True)
     base = root * 1
     earlier = ex.draw(views(shape, True), "view taken before the write")
@@ -130,7 +130,7 @@ def test_inplace_on_view_updates_base_history(device, data):
     apply(written(base), scalar)
     through = ex.draw(st.sampled_from(["base", "earlier view"]), "backward through")
     out = base if through == "base" else u
-    g = ex.draw(_arrays(dtype, tuple(out.shape)), "gradient")
+    g = ex.draw(arrays(dtype, tuple(out.shape)), "gradient")
     out.backward(torch.tensor(g, dtype=out.dtype, device=device))
     grad = np.zeros(root_values.size, dtype=np.result_type(g, np.float64))
     index = np.arange(root_values.size) if through == "base" else earlier.index_map(shape)
@@ -148,12 +148,6 @@ def test_inplace_on_view_updates_base_history(device, data):
         grad.reshape(shape),
         f"gradient through the {through} after {written}.{name.format(scalar)}",
     )
-
-
-def _arrays(dtype: str, shape):
-    from hypothesis.extra import numpy as hnp
-
-    return hnp.arrays(DTYPES[dtype].compute_dtype, shape, elements=elements(dtype))
 
 
 @pytest.mark.invariant("view.overlapping_write_raises")

@@ -10,10 +10,13 @@ matter.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache, lru_cache
 
 import numpy as np
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 
 @dataclass(frozen=True)
@@ -97,11 +100,26 @@ def parse_dtypes(spec: str) -> tuple[str, ...]:
     return tuple(name for name in DTYPES if name in wanted)
 
 
-def _dyadic() -> st.SearchStrategy[float]:
-    # k * 2**e with |k| < 16: four significant bits, exact in bfloat16 and up.
-    return st.builds(lambda k, e: float(k) * 2.0**e, st.integers(-15, 15), st.integers(-6, 3))
+# Strategies are built once per argument and reused: Hypothesis validates
+# (and analyses the filters of) every new strategy object on its first draw,
+# which cost a property test more than drawing from it.
 
 
+@cache
+def _dyadic(low: int = -6, high: int = 3) -> st.SearchStrategy[float]:
+    """k * 2**e with |k| < 16 (four significant bits, exact in bfloat16 and
+    up) and low <= e <= high, k and e uniform. One draw from a table of every
+    (k, e) instead of two draws and a call: arrays draw this per element.
+    The table starts with the simplest values, where shrinking goes: 0, then
+    small exponents and small k."""
+    pairs = sorted(
+        ((k, e) for k in range(-15, 16) for e in range(low, high + 1)),
+        key=lambda p: (p[0] != 0, abs(p[1]), abs(p[0]), p[0] < 0),
+    )
+    return st.sampled_from([float(k) * 2.0**e for k, e in pairs])
+
+
+@cache
 def elements(dtype: str) -> st.SearchStrategy:
     """Scalar values for `dtype`, as Python numbers of its compute kind."""
     info = DTYPES[dtype]
@@ -114,6 +132,7 @@ def elements(dtype: str) -> st.SearchStrategy:
     return st.integers(0, 15) if dtype == "uint8" else st.integers(-8, 8)
 
 
+@cache
 def nonzero_elements(dtype: str) -> st.SearchStrategy:
     """Like `elements`, never zero: for divisors and values that must differ."""
     return elements(dtype).filter(lambda v: v != 0)
@@ -145,15 +164,33 @@ def round_to(values: np.ndarray, dtype: str) -> np.ndarray:
     return values.astype(DTYPES[dtype].compute_dtype)
 
 
+@cache
 def small_elements(dtype: str) -> st.SearchStrategy:
     """Values of magnitude below 8, for formulas that blow up on large inputs."""
     info = DTYPES[dtype]
-    small = st.builds(lambda k, e: float(k) * 2.0**e, st.integers(-15, 15), st.integers(-4, -1))
+    small = _dyadic(-4, -1)
     if info.kind == "float":
         return small
     if info.kind == "complex":
         return st.builds(complex, small, small)
     return elements(dtype)
+
+
+@cache
+def nonzero_small_elements(dtype: str) -> st.SearchStrategy:
+    return small_elements(dtype).filter(lambda v: v != 0)
+
+
+@lru_cache(maxsize=4096)
+def arrays(
+    dtype: str, shape: tuple[int, ...], values: Callable[[str], st.SearchStrategy] = elements
+) -> st.SearchStrategy[np.ndarray]:
+    """Arrays of `shape` in `dtype`'s compute dtype, each element drawn from
+    `values(dtype)`."""
+    # fill=nothing: every element drawn on its own. Hypothesis would otherwise
+    # fill most of an array with one repeated value, which hides a gradient
+    # sent to the wrong element.
+    return hnp.arrays(DTYPES[dtype].compute_dtype, shape, elements=values(dtype), fill=st.nothing())
 
 
 def seeded_values(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import cache
 
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -12,6 +13,7 @@ MAX_SIDE = 4
 MAX_NUMEL = 64
 
 
+@cache
 def shapes(
     min_dims: int = 0,
     max_dims: int = MAX_RANK,
@@ -37,6 +39,7 @@ def shapes(
     return chosen.filter(lambda s: math.prod(s) <= MAX_NUMEL)
 
 
+@cache
 def nonempty_shapes(min_dims: int = 0, max_dims: int = MAX_RANK) -> st.SearchStrategy:
     return shapes(min_dims=min_dims, max_dims=max_dims, min_side=1)
 

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
-from strategies.dtypes import DTYPES, elements
+from strategies.dtypes import DTYPES, arrays, elements
 from strategies.layouts import LAYOUTS, Layout, ViewStep, apply_numpy, layouts
 from strategies.shapes import shapes as any_shapes
 
@@ -192,11 +191,7 @@ def tensor_cases(
     if shape is None:
         shape = draw(shapes if shapes is not None else any_shapes())
     layout = draw(layouts(shape, layout_kinds))
-    root_values = draw(
-        hnp.arrays(
-            DTYPES[dtype].compute_dtype, layout.root_shape, elements=(values or elements)(dtype)
-        )
-    )
+    root_values = draw(arrays(dtype, layout.root_shape, values or elements))
     return build_case(root_values, dtype, device, role, layout)
 
 
