@@ -313,7 +313,7 @@ def _raise(f: Facts) -> str:
 def _fails_again(f: Facts, steps: list[Step]) -> bool:
     """Whether `steps`, a variant of the chain up to the failing step, fail
     there the same way."""
-    run, found = execute(Program(steps, render=f.run.program.render))
+    run, found = execute(Program(steps, render=f.run.program.render), exhaustive=True)
     return found is not None and found.step == f.d.step and same_failure(f.d)(run, found)
 
 

@@ -23,6 +23,8 @@ from conformance.differential.observe import (
     error_kind,
     observe_oracle,
     observe_torch,
+    storages_oracle,
+    storages_torch,
 )
 from conformance.differential.torch_calls import compiled
 from conformance.internal import suite_code
@@ -143,9 +145,27 @@ def _oracle_outcome(run: Run, step: Step) -> tuple[object, OracleError | None]:
         return None, error
 
 
-def execute(program: Program, stop_at_first: bool = True) -> tuple[Run, Discrepancy | None]:
-    """Run `program` on torch and the oracle; return the first discrepancy."""
+def execute(program: Program, exhaustive: bool = False) -> tuple[Run, Discrepancy | None]:
+    """Run `program` on torch and the oracle; return the first discrepancy.
+
+    After each step, the tensors the step can have changed are read and
+    compared: its operands and result, whatever shares storage with them on
+    either side, and every tensor after a backward. After the last step,
+    every tensor is. Reading every tensor after every step made chains twice
+    as slow, for the same verdicts: when anything differs, the program runs
+    again with every tensor compared after every step (`exhaustive`), and the
+    first discrepancy of that run is the one returned, so that what is
+    reported (the step, the tensors, the rule) never depends on the shortcut.
+    """
+    run, found = _execute(program, exhaustive)
+    if found is None or exhaustive:
+        return run, found
+    return _execute(program, exhaustive=True)
+
+
+def _execute(program: Program, exhaustive: bool) -> tuple[Run, Discrepancy | None]:
     run = Run(program)
+    partial = False  # the last comparison left some tensors unread
     for number, step in enumerate(program.steps):
         base, before = _view_write_base(run, step)
         watch.note(step=number)  # a crash or hang in this step leaves its number
@@ -166,13 +186,33 @@ def execute(program: Program, stop_at_first: bool = True) -> tuple[Run, Discrepa
             )
         run.retired |= retired_by(step)
         undefined = run.engine.undefined
-        found = _compare_pool(run, number, step, skip_values=bool(undefined))
+        scope = None if exhaustive else _scope(run, step)
+        partial = scope is not None
+        found = _compare_pool(run, number, step, bool(undefined), scope)
         run.steps_checked += 1
         if found is not None:
             return run, found
         if undefined or (o_error is not None and step.op in BACKWARD_OPS):
             break  # the rest would depend on values or state torch leaves undefined
+    if partial:
+        return run, _compare_pool(run, number, step, bool(run.engine.undefined), None)
     return run, None
+
+
+def _scope(run: Run, step: Step) -> list[int] | None:
+    """The pool tensors `step` can have changed, or None for all of them."""
+    seen = len(run.observed[0])
+    if step.op in BACKWARD_OPS or not seen:
+        return None  # gradients land anywhere
+    count = len(run.oracle_pool)
+    touched = {i for i in step.tensors if i < count} | set(range(seen, count))
+    if count:
+        touched.add(count - 1)
+    ours = storages_oracle(run.oracle_pool)
+    theirs = storages_torch(run.torch_pool)
+    shared_o = {ours[i] for i in touched}
+    shared_t = {theirs[i] for i in touched}
+    return [i for i in range(count) if i in touched or ours[i] in shared_o or theirs[i] in shared_t]
 
 
 def _operands(run: Run, tensors: tuple[int, ...]) -> list[tuple[tuple[int, ...], str]]:
@@ -254,18 +294,49 @@ def _attribute_differs(
     return None
 
 
-def _compare_pool(run: Run, number: int, step: Step, skip_values: bool) -> Discrepancy | None:
-    theirs = observe_torch(run.torch_pool)
+def _observe(run: Run, scope: list[int] | None) -> tuple[list[Observed], list[Observed]]:
+    """Both sides' observations: read afresh for `scope` (None: all), kept
+    from the last step for the others."""
+    theirs = observe_torch(run.torch_pool, scope)
     with suite_code("reading the reference model's tensors"):
-        ours = observe_oracle(run.oracle_pool)
+        ours = observe_oracle(run.oracle_pool, scope)
+    if scope is None:
+        return ours, theirs
+    kept_o, kept_t = list(run.observed[0]), list(run.observed[1])
+    for i, o, t in zip(scope, ours, theirs, strict=True):
+        if i < len(kept_o):
+            kept_o[i], kept_t[i] = o, t
+        else:  # new tensors come last, in order
+            kept_o.append(o)
+            kept_t.append(t)
+    return kept_o, kept_t
+
+
+def _sharing_differs(ours: list[Observed], theirs: list[Observed], live: list[int]) -> bool:
+    """Whether the two sides group `live` into storages differently."""
+    first_o: dict[int, int] = {}
+    first_t: dict[int, int] = {}
+    return any(
+        first_o.setdefault(ours[i].storage, i) != first_t.setdefault(theirs[i].storage, i)
+        for i in live
+    )
+
+
+def _compare_pool(
+    run: Run, number: int, step: Step, skip_values: bool, scope: list[int] | None = None
+) -> Discrepancy | None:
+    """Compare the pool after `step`: the tensors of `scope` (None: all)."""
+    ours, theirs = _observe(run, scope)
     run.previous = run.observed
     run.observed = (ours, theirs)
     before_o, before_t = run.previous
-    live = [i for i in range(len(ours)) if i not in run.retired]
+    everyone = [i for i in range(len(ours)) if i not in run.retired]
+    live = everyone if scope is None else [i for i in scope if i not in run.retired]
     # the tensors the step acted on first: a discrepancy is reported on them
     # rather than on an alias that shows it too
     acted = [i for i in (*step.tensors[:1], len(ours) - 1) if i in live]
     live = list(dict.fromkeys(acted + live))
+    everyone = list(dict.fromkeys(acted + everyone))
 
     def found(kind, tensors, expected, actual, message):
         return Discrepancy(number, kind, tuple(tensors), expected, actual, message)
@@ -282,8 +353,9 @@ def _compare_pool(run: Run, number: int, step: Step, skip_values: bool) -> Discr
                 moved_t,
                 f"t{i} {'kept' if moved_o else 'changed'} its storage",
             )
-    for a, i in enumerate(live):
-        for j in live[a + 1 :]:
+    sharing = everyone if _sharing_differs(ours, theirs, everyone) else []
+    for a, i in enumerate(sharing):
+        for j in sharing[a + 1 :]:
             shared_o = ours[i].storage == ours[j].storage
             shared_t = theirs[i].storage == theirs[j].storage
             if shared_o != shared_t:
@@ -345,7 +417,7 @@ def _compare_pool(run: Run, number: int, step: Step, skip_values: bool) -> Discr
                 t.base,
                 f"t{i}._base is {_base_name(t.base)}, expected {_base_name(o.base)}",
             )
-    path = [ours[k] for k in feeding(run, step) if k < len(ours)]
+    path: list[Observed] | None = None  # what the gradients were computed through
     for i in live:
         o, t = ours[i], theirs[i]
         if o.grad is RAISES or t.grad is RAISES:
@@ -371,6 +443,8 @@ def _compare_pool(run: Run, number: int, step: Step, skip_values: bool) -> Discr
                 t.grad_meta,
                 f"t{i}.grad is (shape, dtype, device) {t.grad_meta}, expected {o.grad_meta}",
             )
+        if path is None:
+            path = [ours[k] for k in feeding(run, step) if k < len(ours)]
         if not skip_values and not close(t.grad, o.grad, o.dtype, grad_tolerance(o.dtype, path)):
             return found(
                 "grad",

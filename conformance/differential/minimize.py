@@ -99,7 +99,7 @@ def minimize(
     depends on state outside the program), the program is returned whole.
     At most `budget` tries and about `seconds`: the program found by then is
     returned, still failing the same way, if not the shortest."""
-    run, found = execute(program)
+    run, found = execute(program, exhaustive=True)
     if found is None or not same_failure(run, found):
         return program, *first, False
     tries = 0
@@ -113,7 +113,7 @@ def minimize(
             return None
         if not candidate.steps:
             return None
-        r, d = execute(candidate)
+        r, d = execute(candidate, exhaustive=True)
         return (r, d) if d is not None and same_failure(r, d) else None
 
     # the steps after the failing one never ran

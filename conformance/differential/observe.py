@@ -43,12 +43,23 @@ def _device(device: torch.device) -> str:
     return device.type if device.index is None or device.type == "cpu" else str(device)
 
 
-def observe_torch(pool: list[torch.Tensor]) -> list[Observed]:
+def storages_torch(pool: list[torch.Tensor]) -> list[int]:
+    """Each tensor's storage identity (cheap: no values are read)."""
+    return [t.untyped_storage()._cdata for t in pool]
+
+
+def storages_oracle(pool: list[OTensor]) -> list[int]:
+    return [id(t.storage) for t in pool]
+
+
+def observe_torch(pool: list[torch.Tensor], only: list[int] | None = None) -> list[Observed]:
+    """What can be seen of each tensor of `pool` (of `pool[i]` for i in
+    `only`, in that order, when given)."""
     index = {id(t): i for i, t in enumerate(pool)}
     seen = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # reading a non-leaf's .grad warns
-        for t in pool:
+        for t in pool if only is None else (pool[i] for i in only):
             grad = _read(lambda t=t: t.grad)
             if grad is RAISES:  # a build whose .grad raises: compared as an observation
                 grad = None
@@ -82,10 +93,10 @@ def observe_torch(pool: list[torch.Tensor]) -> list[Observed]:
     return seen
 
 
-def observe_oracle(pool: list[OTensor]) -> list[Observed]:
+def observe_oracle(pool: list[OTensor], only: list[int] | None = None) -> list[Observed]:
     index = {id(t): i for i, t in enumerate(pool)}
     seen = []
-    for t in pool:
+    for t in pool if only is None else (pool[i] for i in only):
         grad = t.grad
         seen.append(
             Observed(

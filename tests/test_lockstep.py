@@ -1,0 +1,72 @@
+"""The differential's lockstep comparison reads, after each step, only the
+tensors the step can have changed, then every tensor after the last step; a
+discrepancy makes it run the chain again reading everything after every
+step. These tests hold it to what that promises: nothing it misses, and the
+step it reports is the step where torch went wrong."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from conformance.differential.listing import listing
+from conformance.differential.lockstep import execute
+from strategies.programs import Leaf, Program, Step
+
+
+def _leaf(values, requires_grad=False) -> Step:
+    array = np.array(values, dtype=np.float64)
+    return Step("leaf", leaf=Leaf(array, "float32", "cpu", requires_grad))
+
+
+# t0 and t1 are unrelated; t2 = t1.exp(); t3 = t1 * 2: nothing but t1 and
+# its results can change after step 2
+CHAIN = [
+    _leaf([1.0, 2.0]),
+    _leaf([0.5, 0.25]),
+    Step("exp", (1,)),
+    Step("mul_s", (1,), (2.0,)),
+]
+
+
+@pytest.fixture
+def exp_writes_into_the_first_tensor(monkeypatch):
+    """torch.Tensor.exp also writes, silently (no version bump), into the
+    last tensor `torch.tensor` made holding [1, 2] (t0): memory no rule
+    connects to the step."""
+    made: list[torch.Tensor] = []
+    real_tensor, real_exp = torch.tensor, torch.Tensor.exp
+
+    def tensor(*args, **kwargs):
+        result = real_tensor(*args, **kwargs)
+        if result.tolist() == [1.0, 2.0]:
+            made.append(result)
+        return result
+
+    def exp(self):
+        with torch.no_grad():
+            made[-1].data.add_(1)
+        return real_exp(self)
+
+    monkeypatch.setattr(torch, "tensor", tensor)
+    monkeypatch.setattr(torch.Tensor, "exp", exp)
+
+
+def test_a_clean_chain_agrees_both_ways():
+    program = Program(list(CHAIN), render=listing)
+    for exhaustive in (False, True):
+        run, found = execute(program, exhaustive=exhaustive)
+        assert found is None, found
+        assert run.steps_checked == len(CHAIN)
+
+
+@pytest.mark.usefixtures("exp_writes_into_the_first_tensor")
+def test_a_write_into_memory_the_step_does_not_touch_is_found_where_it_happened():
+    program = Program(list(CHAIN), render=listing)
+    run, found = execute(program)
+    assert found is not None
+    # reported as the exhaustive run sees it: after step 2 (the exp), on t0
+    assert (found.step, found.kind, found.tensors) == (2, "values", (0,)), found
+    again = execute(program, exhaustive=True)[1]
+    assert again is not None and again.message == found.message
