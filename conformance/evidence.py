@@ -23,6 +23,7 @@ from conformance.outcomes import CRASHED, HUNG, TestOutcome
 MINIMIZE_SECONDS = 60.0  # for every crash of a run together
 CANDIDATE_TIMEOUT = 60.0  # a candidate that runs longer counts as hung
 HANG_CANDIDATE_TIMEOUT = 10.0  # a hang repro is judged hung after this
+HANG_REPLAY_FLOOR = 3.0  # ... or after its own limit, if longer than this
 
 
 def example_text(entries: list[dict[str, Any]]) -> str:
@@ -130,6 +131,8 @@ class Minimizer:
         hung = outcome.outcome == HUNG
         if hung:  # a check would take the whole timeout: the chain stays as it ran
             return
+        if self._spent(outcome):
+            return
         timeout = HANG_CANDIDATE_TIMEOUT if hung else CANDIDATE_TIMEOUT
         what = _what(outcome)
         kind, _ = run_script(crash_script(program, what), timeout)
@@ -161,8 +164,16 @@ class Minimizer:
         from conformance.differential.crash_repro import run_script
         from conformance.replay import replay_script, sliced
 
+        if self._spent(outcome):
+            return
         hung = outcome.outcome == HUNG
-        hang_after = min(limit or HANG_CANDIDATE_TIMEOUT, HANG_CANDIDATE_TIMEOUT) if hung else None
+        # judged hung after the limit the example itself hung under, but at
+        # least a few seconds: a fresh process's first backward imports sympy
+        hang_after = None
+        if hung:
+            hang_after = min(
+                max(limit or HANG_CANDIDATE_TIMEOUT, HANG_REPLAY_FLOOR), HANG_CANDIDATE_TIMEOUT
+            )
         found = replay_script(
             context, choices_of(entries), CANDIDATE_TIMEOUT + (hang_after or 0), hang_after
         )
@@ -192,6 +203,18 @@ class Minimizer:
         if not hung and time.monotonic() < (self._deadline or 0):
             kind, _ = run_script(script, CANDIDATE_TIMEOUT)
             outcome.problem["repro_checked"] = kind == wanted
+
+    def _spent(self, outcome: TestOutcome) -> bool:
+        """Whether the run's time for repros is used up (a build that crashes
+        or hangs on every test must not make the run that much longer); the
+        outcome then says so."""
+        if time.monotonic() < (self._deadline or 0):
+            return False
+        outcome.problem["repro_note"] = (
+            f"no repro: the run's {self.budget:g} s for making repros went to earlier crashes "
+            "and hangs; run this test alone (-k) for one"
+        )
+        return True
 
     def wait(self, seconds: float) -> None:
         """Join the jobs for at most `seconds`; the rest keep their first script."""

@@ -528,7 +528,11 @@ def _problem(error: BaseException) -> dict | None:
     """A test that did not finish in this process: it hung, torch ran out of
     memory, or the suite's own code raised. None for anything else."""
     found = watch.current_evidence()
-    kept = {"entries": found.get("entries", []), "context": found.get("context")}
+    kept = {
+        "entries": found.get("entries", []),
+        "context": found.get("context"),
+        "limit": found.get("limit"),
+    }
     internal = internal_error_in(error)
     if internal is not None:
         return {"status": INTERNAL, "detail": str(internal), "traceback": internal.original, **kept}
@@ -615,6 +619,7 @@ def _unfinished_outcome(report: pytest.TestReport, props: dict, problem: dict) -
     it was running: against the test, never a violation of its rules."""
     entries = problem.pop("entries", [])
     context = problem.pop("context", None)
+    limit = problem.pop("limit", None) or _CONFIG[0].getoption("timeout")  # it ran under
     status = problem["status"]
     detail = problem.get("detail", "")
     first = next((line for line in detail.splitlines() if line.strip()), status)
@@ -636,7 +641,7 @@ def _unfinished_outcome(report: pytest.TestReport, props: dict, problem: dict) -
             _MINIMIZER.submit(outcome, program)
         elif context and evidence.choices_of(entries):
             problem["repro_note"] = "no repro: replaying the example did not finish in time"
-            _MINIMIZER.submit_replay(outcome, context, entries, _CONFIG[0].getoption("timeout"))
+            _MINIMIZER.submit_replay(outcome, context, entries, limit)
         elif (label := evidence.drawing(entries)) is not None:
             problem["repro_note"] = (
                 f"no repro: it happened while the input {label!r} was drawn (the strategy "
@@ -682,7 +687,12 @@ def crash_outcome(report: pytest.TestReport, roots: list[Path]) -> TestOutcome:
         ("device", device_of(report.nodeid)),
         (
             "problem",
-            {**problem, "entries": found.get("entries", []), "context": found.get("context")},
+            {
+                **problem,
+                "entries": found.get("entries", []),
+                "context": found.get("context"),
+                "limit": found.get("limit"),
+            },
         ),
     ]
     outcome = outcome_from_report(report)

@@ -28,6 +28,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from strategies.tensors import TENSOR_BASE
+
 # Attribute reads the tests make all the time and that never crash alone.
 _QUIET = {"dim", "numel", "size", "stride", "is_floating_point", "is_complex", "data_ptr"}
 
@@ -89,10 +91,7 @@ class Tracer(TorchFunctionMode):
             return f"del {self.arg(args[0])}.{attribute}"
         if name in _QUIET or name.startswith("__") and name in ("__repr__", "__format__"):
             return None
-        if (
-            getattr(torch.Tensor, name, None) is func
-            or getattr(torch._C.TensorBase, name, None) is func
-        ):
+        if getattr(torch.Tensor, name, None) is func or getattr(TENSOR_BASE, name, None) is func:
             head = f"torch.Tensor.{name}"
         elif getattr(torch, name, None) is func:
             head = f"torch.{name}"

@@ -28,10 +28,15 @@ in two stages:
    would need no GIL, but it starts and joins a thread each time: it made
    the differential twice as slow.
 
-Once an example of the run has hung, later examples get at most
-`AFTER_HANG` seconds: a build that hangs once usually hangs on the next
-similar input, and the run should end in the time of one limit, not one per
-test.
+Once an example of the run has hung, later examples get far less: a build
+that hangs once usually hangs on many similar inputs (every test that
+detaches a rank-3 tensor, say), and the run should end in the time of one
+limit, not of one per test. The later limit is `AFTER_HANG_FACTOR` times the
+median of the examples this process has finished, at least
+`AFTER_HANG_FLOOR` seconds and at most the limit: examples of the default run
+take tens of milliseconds. (The median, not the slowest: a process's first
+backward imports sympy, seconds once.) An example is never stopped inside an
+import: a half-imported module would break every later example.
 """
 
 from __future__ import annotations
@@ -40,8 +45,10 @@ import faulthandler
 import json
 import os
 import signal
+import statistics
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,9 +57,22 @@ from typing import Any
 
 DEFAULT_LIMIT = 60.0  # seconds per example: generous, every example of the default run takes < 1 s
 GRACE = 5.0
-AFTER_HANG = 5.0
+AFTER_HANG_GRACE = 1.0  # once the run has seen a hang, a stuck process goes sooner
+AFTER_HANG_FACTOR = 20.0
+AFTER_HANG_FLOOR = 0.5
 HUNG_MARK = "hung"  # a file in the run folder: some example of this run hung
 HUNG_EXIT = 86  # the status a worker the watchdog ended exits with
+
+
+IMPORT_RECHECK = 0.25  # seconds
+
+
+def _importing(frame: Any) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 class ExampleHung(BaseException):
@@ -107,6 +127,8 @@ class Recorder:
         self._hang = os.open(self.files.hang, flags, 0o644)
         self._count = 0
         self._armed = False
+        self._started = 0.0  # monotonic time the current example started
+        self.durations: deque[float] = deque(maxlen=256)  # of the last finished examples
         self._deadline: float | None = None  # monotonic time the last stage acts at
         self._main = threading.current_thread() is threading.main_thread()
         faulthandler.enable(file=self._fatal, all_threads=True)
@@ -125,7 +147,17 @@ class Recorder:
                 os._exit(HUNG_EXIT)
 
     def _alarm(self, signum: int, frame: Any) -> None:
+        now = time.monotonic()
+        if _importing(frame) and self.limit and now < self._started + self.limit:
+            # Never stop an example inside an import (torch imports sympy on
+            # the first backward of a process): a half-imported module breaks
+            # every later example of the process. Look again shortly, up to
+            # the full limit.
+            self._deadline = now + IMPORT_RECHECK + AFTER_HANG_GRACE
+            signal.setitimer(signal.ITIMER_REAL, IMPORT_RECHECK)
+            return
         self._armed = False
+        self._started = 0.0  # a hung example does not set the pace of later ones
         (self.folder / HUNG_MARK).touch()
         raise ExampleHung(self._current_limit)
 
@@ -133,7 +165,8 @@ class Recorder:
         if not self.limit:
             return None
         if (self.folder / HUNG_MARK).exists():
-            return min(self.limit, AFTER_HANG)
+            typical = statistics.median(self.durations) if self.durations else 0.0
+            return min(self.limit, max(AFTER_HANG_FLOOR, AFTER_HANG_FACTOR * typical))
         return self.limit
 
     def start(self, nodeid: str, context: dict[str, Any] | None = None) -> None:
@@ -147,9 +180,11 @@ class Recorder:
             head["limit"] = limit
         os.ftruncate(self._example, 0)
         os.write(self._example, (json.dumps(head) + "\n").encode())
+        self._started = time.monotonic()
         if limit:
             self._current_limit = limit
-            self._deadline = time.monotonic() + limit + GRACE
+            grace = GRACE if limit == self.limit else AFTER_HANG_GRACE
+            self._deadline = time.monotonic() + limit + grace
             if self._main:
                 signal.setitimer(signal.ITIMER_REAL, limit)
             self._armed = True
@@ -159,6 +194,9 @@ class Recorder:
         os.write(self._example, (json.dumps(entry, default=repr) + "\n").encode())
 
     def finish(self) -> None:
+        if self._started:
+            self.durations.append(time.monotonic() - self._started)
+            self._started = 0.0
         if self._armed:
             if self._main:
                 signal.setitimer(signal.ITIMER_REAL, 0)

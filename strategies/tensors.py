@@ -50,22 +50,22 @@ def apply_torch(tensor: torch.Tensor, steps: tuple[ViewStep, ...]) -> torch.Tens
 # attributes, which a build (or a planted violation) may have changed: they
 # are what the suite tests, not how it looks. torch 2.0 calls the class
 # _TensorBase (docs/releases.md).
-_BASE = getattr(torch._C, "TensorBase", None) or torch._C._TensorBase
+TENSOR_BASE = getattr(torch._C, "TensorBase", None) or torch._C._TensorBase
 
 
 def to_numpy(tensor: torch.Tensor) -> np.ndarray:
     """A tensor's values in its compute dtype (float64, complex128, int64, bool)."""
     info = DTYPES[DTYPE_NAMES[tensor.dtype]]
-    plain = _BASE.detach(tensor)
+    plain = TENSOR_BASE.detach(tensor)
     if plain.device.type != "cpu":
-        plain = _BASE.cpu(plain)
+        plain = TENSOR_BASE.cpu(plain)
     target = {"float": torch.float64, "complex": torch.complex128, "int": torch.int64}.get(
         info.kind
     )
     if target is not None and plain.dtype != target:
-        plain = _BASE.to(plain, target)
-    plain = _BASE.resolve_neg(_BASE.resolve_conj(plain))
-    return _BASE.numpy(plain).copy()
+        plain = TENSOR_BASE.to(plain, target)
+    plain = TENSOR_BASE.resolve_neg(TENSOR_BASE.resolve_conj(plain))
+    return TENSOR_BASE.numpy(plain).copy()
 
 
 @dataclass

@@ -24,8 +24,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from conformance.schema.signature import Signature
-
-_BASE = torch._C.TensorBase  # the C methods, never a patched Python attribute
+from strategies.tensors import TENSOR_BASE as _BASE  # the C methods, never patched attributes
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,8 @@ def bind(schema: torch._C.FunctionSchema, args: tuple, kwargs: dict) -> dict[str
 
 
 def tensors_in(value: Any) -> list[torch.Tensor]:
-    return [leaf for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor)]
+    # tree_flatten, not tree_leaves: torch 2.0's pytree has no tree_leaves
+    return [leaf for leaf in pytree.tree_flatten(value)[0] if isinstance(leaf, torch.Tensor)]
 
 
 @dataclass

@@ -98,6 +98,19 @@ class OpResult:
         return out
 
 
+def call_op(op: Any, sig: Signature, kwargs: dict[str, Any]) -> Any:
+    """Call an operator overload with the schema's positional arguments in
+    place, the rest by name: torch 2.0's OpOverload.__call__(self, ...) takes
+    an argument named `self` for its own."""
+    args = []
+    named = dict(kwargs)
+    for param in sig.params:
+        if param.kwarg_only or param.name not in named:
+            break
+        args.append(named.pop(param.name))
+    return op(*args, **named)
+
+
 def _tensor_values(value: Any) -> list[torch.Tensor]:
     return tensors_in(value)
 
@@ -257,7 +270,7 @@ class Sweep:
         recorder = Recorder()
         with recorder:
             try:
-                op(**drawn.kwargs, **presized)
+                call_op(op, sig, {**drawn.kwargs, **presized})
                 error = ""
             except Exception as e:  # noqa: BLE001 - it raised this time: the calls made are checked
                 error = _message(e)
@@ -273,7 +286,7 @@ class Sweep:
     def _plain(self, op, sig: Signature, kwargs: dict[str, Any]) -> Call:
         before = _states(kwargs)
         try:
-            value = op(**kwargs)
+            value = call_op(op, sig, kwargs)
         except Exception as e:  # noqa: BLE001 - a refused call: its message is kept
             return Call(sig.name, sig, kwargs, before, error=_message(e))
         call = Call(sig.name, sig, kwargs, before, after=_states(kwargs), result=value)
