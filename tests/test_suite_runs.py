@@ -71,8 +71,10 @@ def test_absent_devices_are_reported_skipped_with_reason():
 
     if torch.cuda.is_available():
         pytest.skip("this build has CUDA; nothing is absent")
-    run = run_suite("--invariants", "clone.new_storage", "-rs")
-    assert run.returncode == 0
+    # a fixed seed: this test is about skips, and a random seed once drew a
+    # differential false alarm that failed it
+    run = run_suite("--invariants", "clone.new_storage", "--profile", "ci", "-rs")
+    assert run.returncode == 0, run.stdout[-3000:]
     assert "cuda skipped:" in run.stdout
     assert "SKIPPED" in run.stdout and "built without CUDA" in run.stdout
 
