@@ -103,6 +103,15 @@ DIFFERENCES: dict[str, ReleaseDifference] = {
             "not found upstream; seen on the release wheels (docs/releases.md)",
         ),
         ReleaseDifference(
+            "mean_saves_self",
+            # 2.0.1 saves, 2.4.1 does not; the releases between were not tested
+            "<2.4",
+            "`x.mean()` saves x for backward: a second backward through it raises, and so "
+            "does a backward after x was written in place",
+            "it saves only x's sizes: neither raises",
+            "not found upstream; seen on the release wheels (docs/releases.md)",
+        ),
+        ReleaseDifference(
             "version_counter_setter",
             "<2.7",
             "torch._C._autograd._unsafe_set_version_counter(tensor, int)",
@@ -123,6 +132,7 @@ def oracle_release(release: Version = RELEASE) -> Release:
     return Release(
         open_slice_is_identity=not has_older("full_slice_write_is_view_write", release),
         setitem_fill_checks_overlap=not has_older("setitem_fill_skips_overlap_check", release),
+        mean_saves_self=has_older("mean_saves_self", release),
     )
 
 

@@ -60,6 +60,8 @@ GRACE = 5.0
 AFTER_HANG_GRACE = 1.0  # once the run has seen a hang, a stuck process goes sooner
 AFTER_HANG_FACTOR = 20.0
 AFTER_HANG_FLOOR = 0.5
+TYPICAL_AFTER = 5  # finished examples before their median sets the pace
+PACE_SUFFIX = ".pace"  # a file per process in the run folder: its typical example
 HUNG_MARK = "hung"  # a file in the run folder: some example of this run hung
 HUNG_EXIT = 86  # the status a worker the watchdog ended exits with
 
@@ -129,6 +131,9 @@ class Recorder:
         self._armed = False
         self._started = 0.0  # monotonic time the current example started
         self.durations: deque[float] = deque(maxlen=256)  # of the last finished examples
+        self._by_test: dict[str, deque[float]] = {}  # the same, per test
+        self._nodeid = ""
+        self._shared_pace = False  # wrote this process's typical example to the folder
         self._deadline: float | None = None  # monotonic time the last stage acts at
         self._main = threading.current_thread() is threading.main_thread()
         faulthandler.enable(file=self._fatal, all_threads=True)
@@ -147,6 +152,8 @@ class Recorder:
                 os._exit(HUNG_EXIT)
 
     def _alarm(self, signum: int, frame: Any) -> None:
+        if not self._started:  # the example finished as the alarm went off
+            return
         now = time.monotonic()
         if _importing(frame) and self.limit and now < self._started + self.limit:
             # Never stop an example inside an import (torch imports sympy on
@@ -158,16 +165,43 @@ class Recorder:
             return
         self._armed = False
         self._started = 0.0  # a hung example does not set the pace of later ones
+        # stopped here; the watchdog still ends the process if unwinding sticks
+        self._deadline = now + GRACE
         (self.folder / HUNG_MARK).touch()
         raise ExampleHung(self._current_limit)
 
-    def _limit_now(self) -> float | None:
+    def _limit_now(self, nodeid: str) -> float | None:
         if not self.limit:
             return None
-        if (self.folder / HUNG_MARK).exists():
-            typical = statistics.median(self.durations) if self.durations else 0.0
-            return min(self.limit, max(AFTER_HANG_FLOOR, AFTER_HANG_FACTOR * typical))
-        return self.limit
+        if not (self.folder / HUNG_MARK).exists():
+            return self.limit
+        typical = self._typical(nodeid)
+        if typical is None:
+            return self.limit
+        return min(self.limit, max(AFTER_HANG_FLOOR, AFTER_HANG_FACTOR * typical))
+
+    def _typical(self, nodeid: str) -> float | None:
+        """Seconds a clean example of `nodeid` takes: the median of the
+        test's own examples in this process (a compiled test's are slower
+        than an eager one's), else of this process's, else of the other
+        processes' of the run (a worker that replaced a dead one knows
+        none); None when nothing is known yet."""
+        mine = statistics.median(self.durations) if len(self.durations) >= TYPICAL_AFTER else None
+        if mine is not None and not self._shared_pace:
+            (self.folder / f"{self.files.example.stem}{PACE_SUFFIX}").write_text(f"{mine}")
+            self._shared_pace = True
+        own = self._by_test.get(nodeid, ())
+        if len(own) >= TYPICAL_AFTER:
+            return statistics.median(own)
+        if mine is not None:
+            return mine
+        paces = []
+        for path in self.folder.glob(f"*{PACE_SUFFIX}"):
+            try:
+                paces.append(float(path.read_text()))
+            except (OSError, ValueError):
+                continue
+        return max(paces) if paces else None
 
     def start(self, nodeid: str, context: dict[str, Any] | None = None) -> None:
         """A new example of `nodeid` starts: forget the last one, arm the
@@ -175,7 +209,8 @@ class Recorder:
         self._count += 1
         head = {"nodeid": nodeid, "example": self._count, "pid": os.getpid()}
         head |= {"context": context} if context else {}
-        limit = self._limit_now()
+        self._nodeid = nodeid
+        limit = self._limit_now(nodeid)
         if limit:
             head["limit"] = limit
         os.ftruncate(self._example, 0)
@@ -195,13 +230,14 @@ class Recorder:
 
     def finish(self) -> None:
         if self._started:
-            self.durations.append(time.monotonic() - self._started)
+            took = time.monotonic() - self._started
             self._started = 0.0
-        if self._armed:
-            if self._main:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-            self._deadline = None
-            self._armed = False
+            self.durations.append(took)
+            self._by_test.setdefault(self._nodeid, deque(maxlen=64)).append(took)
+        if self._armed and self._main:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        self._deadline = None
+        self._armed = False
         self.note(finished=True)  # kept for the report; a crash now is not this example's
 
     def close(self) -> None:

@@ -65,6 +65,8 @@ class Engine:
         if len(ts) == spec.arity - 1 and len(p) == 1:  # mul with a python scalar: mul_s
             alt = op[:-1] + "_s_" if op.endswith("_") else op + "_s"
             spec = OPS.get(alt, spec)
+        if spec.name == "mean" and self.release.mean_saves_self:
+            spec = dataclasses.replace(spec, saves=("self",))
         if spec.name.startswith("backward") and not p:
             p = (False,)  # retain_graph=False
         if len(ts) != spec.arity or len(p) != len(spec.params):

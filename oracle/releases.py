@@ -24,6 +24,10 @@ class Release:
     # that several of its elements share it raises like any other write. Up
     # to 2.0 at least, that fill skipped the overlap check.
     setitem_fill_checks_overlap: bool = True
+    # `x.mean()` saves x for its backward in older releases (2.0 at least):
+    # a second backward raises, and so does one after x was written in
+    # place. Later releases save only its sizes.
+    mean_saves_self: bool = False
 
 
 NEWEST = Release()

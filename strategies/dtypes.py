@@ -65,6 +65,16 @@ UNIT_ROUNDOFF: dict[str, float] = {
     "complex128": 2.0**-53,
 }
 
+# The largest finite value of the floating dtypes (of each part, for complex).
+LARGEST_FINITE: dict[str, float] = {
+    "bfloat16": 3.3895313892515355e38,
+    "float16": 65504.0,
+    "float32": 3.4028234663852886e38,
+    "complex64": 3.4028234663852886e38,
+    "float64": 1.7976931348623157e308,
+    "complex128": 1.7976931348623157e308,
+}
+
 GRAD_DTYPES = tuple(name for name, info in DTYPES.items() if info.can_require_grad)
 NO_GRAD_DTYPES = tuple(name for name, info in DTYPES.items() if not info.can_require_grad)
 

@@ -34,14 +34,14 @@ def _examples(recorder: watch.Recorder, count: int, seconds: float) -> None:
 
 def test_before_any_hang_every_example_gets_the_full_limit(recorder):
     _examples(recorder, 5, 0.001)
-    assert recorder._limit_now() == 30.0
+    assert recorder._limit_now("test_x") == 30.0
 
 
 def test_after_a_hang_an_example_gets_a_multiple_of_the_typical_one(recorder, tmp_path):
     _examples(recorder, 9, 0.001)
     _examples(recorder, 1, 0.2)  # one slow example does not set the pace
     (tmp_path / watch.HUNG_MARK).touch()
-    assert recorder._limit_now() == watch.AFTER_HANG_FLOOR
+    assert recorder._limit_now("test_x") == watch.AFTER_HANG_FLOOR
     recorder.start("test_x")
     started = time.monotonic()
     with pytest.raises(watch.ExampleHung):
@@ -50,10 +50,43 @@ def test_after_a_hang_an_example_gets_a_multiple_of_the_typical_one(recorder, tm
     recorder.finish()
 
 
-def test_after_a_hang_slow_examples_keep_room(recorder, tmp_path):
-    _examples(recorder, 3, 0.05)
+def test_a_stopped_example_leaves_no_watchdog_armed(recorder, tmp_path):
+    _examples(recorder, 5, 0.001)
     (tmp_path / watch.HUNG_MARK).touch()
-    limit = recorder._limit_now()
+    recorder.start("test_x")
+    with pytest.raises(watch.ExampleHung):
+        time.sleep(5)
+    recorder.finish()
+    # else the watchdog thread would end this process a second later
+    assert recorder._deadline is None
+
+
+def test_a_fresh_process_after_a_hang_takes_the_pace_of_the_others(recorder, tmp_path):
+    _examples(recorder, 5, 0.05)
+    (tmp_path / watch.HUNG_MARK).touch()
+    paced = recorder._limit_now("test_x")
+    fresh = watch.Recorder(tmp_path, "gw9", limit=30.0)
+    try:
+        assert fresh._limit_now("test_y") == paced < 30.0
+    finally:
+        fresh.close()
+
+
+def test_each_test_keeps_its_own_pace(recorder, tmp_path):
+    _examples(recorder, 10, 0.001)
+    for _ in range(5):
+        recorder.start("test_slow")
+        time.sleep(0.06)
+        recorder.finish()
+    (tmp_path / watch.HUNG_MARK).touch()
+    assert recorder._limit_now("test_x") == watch.AFTER_HANG_FLOOR
+    assert recorder._limit_now("test_slow") >= watch.AFTER_HANG_FACTOR * 0.06
+
+
+def test_after_a_hang_slow_examples_keep_room(recorder, tmp_path):
+    _examples(recorder, 5, 0.05)
+    (tmp_path / watch.HUNG_MARK).touch()
+    limit = recorder._limit_now("test_x")
     assert watch.AFTER_HANG_FACTOR * 0.05 <= limit < 30.0
 
 

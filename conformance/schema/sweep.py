@@ -223,7 +223,7 @@ class Sweep:
         if twin is not None:
             try:
                 with torch.no_grad():
-                    value = twin(**drawn.kwargs)
+                    value = call_op(twin, sig, drawn.kwargs)  # the same arguments, less out=
                 made = list(value) if isinstance(value, tuple) else [value]
             except Exception:  # noqa: BLE001 - the twin refusing says nothing about the op
                 made = []

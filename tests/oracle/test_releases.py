@@ -46,3 +46,22 @@ def test_scalar_setitem_on_expanded_memory_raises_from_the_release_that_checks(i
     expected[index] = 0
     np.testing.assert_array_equal(y.values(), expected)
     assert y.version == 1
+
+
+@pytest.mark.parametrize("saves", [False, True])
+def test_mean_saves_its_input_in_the_releases_that_did(saves):
+    eng = Engine(Release(mean_saves_self=saves))
+    x = eng.leaf(np.ones((3, 2)), "float32", True)
+    y = eng.call("add_s", [x], (1.0,))  # saves nothing
+    m = eng.call("mean", [y])
+    eng.call("backward", [m], (False,))
+    np.testing.assert_allclose(x.grad, np.full((3, 2), 1 / 6))
+    if saves:  # freed by the first backward, and checked against writes
+        raises(ErrorKind.BACKWARD_TWICE, eng.call, "backward", [m], (False,))
+        m2 = eng.call("mean", [y])
+        with eng.no_grad():
+            eng.call("add_s_", [y], (1.0,))
+        raises(ErrorKind.SAVED_TENSOR_MODIFIED, eng.call, "backward", [m2], (False,))
+    else:
+        eng.call("backward", [m], (False,))
+        np.testing.assert_allclose(x.grad, np.full((3, 2), 2 / 6))
