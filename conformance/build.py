@@ -112,6 +112,16 @@ DIFFERENCES: dict[str, ReleaseDifference] = {
             "not found upstream; seen on the release wheels (docs/releases.md)",
         ),
         ReleaseDifference(
+            "clamp_grad_at_bounds",
+            # 2.13.0 (and 2.0.1 to 2.9.1) pass 1, 2.14.1 passes 0
+            "<2.14",
+            "clamp(x, lo, hi)'s gradient is 1 where x equals lo or hi (the subgradient "
+            "PyTorch chose in 2018, pytorch/pytorch#7049)",
+            "it is 0 there: the minimum-norm subgradient, as relu6 and hardtanh have",
+            "https://github.com/pytorch/pytorch/pull/191142 "
+            "(for https://github.com/pytorch/pytorch/issues/184572)",
+        ),
+        ReleaseDifference(
             "version_counter_setter",
             "<2.7",
             "torch._C._autograd._unsafe_set_version_counter(tensor, int)",
@@ -133,6 +143,7 @@ def oracle_release(release: Version = RELEASE) -> Release:
         open_slice_is_identity=not has_older("full_slice_write_is_view_write", release),
         setitem_fill_checks_overlap=not has_older("setitem_fill_skips_overlap_check", release),
         mean_saves_self=has_older("mean_saves_self", release),
+        clamp_grad_at_bounds=has_older("clamp_grad_at_bounds", release),
     )
 
 

@@ -14,7 +14,7 @@ from . import graph, views
 from .dtypes import DTYPES, differentiable, kind, op_values, round_to
 from .errors import ErrorKind, OracleError
 from .graph import Node, Saved, copy_slices, run_backward
-from .ops import OPS, OpSpec, matmul_layout, out_dtype
+from .ops import OPS, OpSpec, clamp_bwd_strict, matmul_layout, out_dtype
 from .releases import NEWEST, Release
 from .tensor import OTensor, VersionCounter, new_tensor
 
@@ -67,6 +67,8 @@ class Engine:
             spec = OPS.get(alt, spec)
         if spec.name == "mean" and self.release.mean_saves_self:
             spec = dataclasses.replace(spec, saves=("self",))
+        if spec.name == "clamp_" and not self.release.clamp_grad_at_bounds:
+            spec = dataclasses.replace(spec, bwd=clamp_bwd_strict)
         if spec.name.startswith("backward") and not p:
             p = (False,)  # retain_graph=False
         if len(ts) != spec.arity or len(p) != len(spec.params):

@@ -198,9 +198,19 @@ def _clamp(x: np.ndarray, lo: object, hi: object) -> np.ndarray:
 
 
 def _clamp_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
+    """Gradient 1 where lo <= x <= hi: at a bound too (torch before 2.14)."""
     (x, (lo, hi)), keep = (sv["self"], p), True
     keep = keep if lo is None else keep & (x >= lo)
     keep = keep if hi is None else keep & (x <= hi)
+    return [np.where(keep, g, 0)]
+
+
+def clamp_bwd_strict(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
+    """Gradient 1 where lo < x < hi: 0 at a bound, the minimum-norm
+    subgradient (torch 2.14 on, pytorch/pytorch#191142)."""
+    (x, (lo, hi)), keep = (sv["self"], p), True
+    keep = keep if lo is None else keep & (x > lo)
+    keep = keep if hi is None else keep & (x < hi)
     return [np.where(keep, g, 0)]
 
 

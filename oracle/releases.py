@@ -28,6 +28,9 @@ class Release:
     # a second backward raises, and so does one after x was written in
     # place. Later releases save only its sizes.
     mean_saves_self: bool = False
+    # clamp's gradient at a bound (x == min or x == max): 1 before 2.14, 0
+    # (the minimum-norm subgradient) from 2.14.
+    clamp_grad_at_bounds: bool = False
 
 
 NEWEST = Release()

@@ -65,3 +65,13 @@ def test_mean_saves_its_input_in_the_releases_that_did(saves):
     else:
         eng.call("backward", [m], (False,))
         np.testing.assert_allclose(x.grad, np.full((3, 2), 2 / 6))
+
+
+@pytest.mark.parametrize("at_bounds, expected", [(True, [0, 1, 1, 1, 0]), (False, [0, 0, 1, 0, 0])])
+def test_clamps_gradient_at_its_bounds_follows_the_release(at_bounds, expected):
+    eng = Engine(Release(clamp_grad_at_bounds=at_bounds))
+    x = eng.leaf(np.array([-2.0, -1.0, 0.5, 1.0, 3.0]), "float64", True)
+    y = eng.call("mul_s", [x], (1.0,))
+    eng.call("clamp_", [y], (-1.0, 1.0))
+    eng.call("backward_g", [y, eng.leaf(np.ones(5), "float64")], (False,))
+    np.testing.assert_array_equal(x.grad, expected)
