@@ -24,6 +24,7 @@ MINIMIZE_SECONDS = 60.0  # for every crash of a run together
 CANDIDATE_TIMEOUT = 60.0  # a candidate that runs longer counts as hung
 HANG_CANDIDATE_TIMEOUT = 10.0  # a hang repro is judged hung after this
 HANG_REPLAY_FLOOR = 3.0  # ... or after its own limit, if longer than this
+HUNG_REPLAYS = 2  # hangs of a run replayed for a repro
 
 
 def example_text(entries: list[dict[str, Any]]) -> str:
@@ -113,6 +114,7 @@ class Minimizer:
         self._jobs: list[Future] = []
         self._deadline: float | None = None
         self._lock = threading.Lock()
+        self._hung_replays = 0
 
     def submit(self, outcome: TestOutcome, program: Any) -> None:
         self._submit(self._minimize, outcome, program)
@@ -157,7 +159,17 @@ class Minimizer:
     ) -> None:
         """Replay a property test's example in a fresh process under a trace
         of its torch calls (conformance.replay): the calls up to the one that
-        crashed or hung become the repro script."""
+        crashed or hung become the repro script. Only the first
+        `HUNG_REPLAYS` hangs of a run are replayed: each takes seconds of
+        waiting, and a build that hangs on one input usually hangs on many."""
+        if outcome.outcome == HUNG:
+            self._hung_replays += 1
+            if self._hung_replays > HUNG_REPLAYS:
+                outcome.problem["repro_note"] = (
+                    f"no repro: only the run's first {HUNG_REPLAYS} hangs are replayed; run this "
+                    "test alone (-k) for one"
+                )
+                return
         self._submit(self._replay, outcome, context, entries, limit)
 
     def _replay(self, outcome: TestOutcome, context: dict, entries: list, limit) -> None:
