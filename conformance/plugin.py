@@ -446,7 +446,7 @@ def pytest_runtest_call(item: pytest.Item):
     wrapping them), or a plain test as one example."""
     hypothesis = getattr(getattr(item, "obj", None), "hypothesis", None)
     if hypothesis is None or not hasattr(hypothesis, "inner_test"):
-        with watch.example(item.nodeid):
+        with watch.example(item.nodeid, paced=False):
             yield
         return
     inner = hypothesis.inner_test

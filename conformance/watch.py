@@ -203,14 +203,14 @@ class Recorder:
                 continue
         return max(paces) if paces else None
 
-    def start(self, nodeid: str, context: dict[str, Any] | None = None) -> None:
+    def start(self, nodeid: str, context: dict[str, Any] | None = None, paced: bool = True) -> None:
         """A new example of `nodeid` starts: forget the last one, arm the
         watchdog. `context`: what a replay of the example needs."""
         self._count += 1
         head = {"nodeid": nodeid, "example": self._count, "pid": os.getpid()}
         head |= {"context": context} if context else {}
         self._nodeid = nodeid
-        limit = self._limit_now(nodeid)
+        limit = self._limit_now(nodeid) if paced else self.limit
         if limit:
             head["limit"] = limit
         os.ftruncate(self._example, 0)
@@ -270,13 +270,17 @@ def note(**entry: Any) -> None:
 
 
 @contextmanager
-def example(nodeid: str, context: dict[str, Any] | None = None) -> Iterator[None]:
-    """Run one example under the recorder and the watchdog."""
+def example(
+    nodeid: str, context: dict[str, Any] | None = None, paced: bool = True
+) -> Iterator[None]:
+    """Run one example under the recorder and the watchdog. `paced=False`:
+    a whole test run as one example (no Hypothesis), which keeps the full
+    limit after a hang: its length has nothing to do with an example's."""
     if not _RECORDER:
         yield
         return
     recorder = _RECORDER[0]
-    recorder.start(nodeid, context)
+    recorder.start(nodeid, context, paced)
     try:
         yield
     finally:
