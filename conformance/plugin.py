@@ -619,7 +619,9 @@ def _unfinished_outcome(report: pytest.TestReport, props: dict, problem: dict) -
     it was running: against the test, never a violation of its rules."""
     entries = problem.pop("entries", [])
     context = problem.pop("context", None)
-    limit = problem.pop("limit", None) or _CONFIG[0].getoption("timeout")  # it ran under
+    limit = problem.pop("limit", None)  # the limit the example ran under
+    if limit is None and _CONFIG:
+        limit = _CONFIG[0].getoption("timeout")
     status = problem["status"]
     detail = problem.get("detail", "")
     first = next((line for line in detail.splitlines() if line.strip()), status)
