@@ -210,6 +210,7 @@ def test_termination_writes_an_incomplete_report_and_leaves_no_process(signum, t
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        preexec_fn=sabotage.default_signals,
     )
     try:
         deadline = time.monotonic() + 120

@@ -122,6 +122,7 @@ def test_ctrl_c_still_writes_the_report_marked_incomplete(tmp_path):
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        preexec_fn=sabotage.default_signals,
     )
     try:
         deadline = time.monotonic() + 120

@@ -36,3 +36,15 @@ def pytest_runtest_call(item: pytest.Item) -> None:
     if _chosen(STALL, item):
         Path(os.environ[MARK]).write_text(item.nodeid, encoding="utf-8")
         time.sleep(STALL_SECONDS)
+
+
+def default_signals() -> None:
+    """For a child process (Popen's preexec_fn): the stopping signals back
+    to their defaults. A shell runs a background job with SIGINT ignored and
+    nohup ignores SIGHUP; the child inherits that, and the suite rightly
+    leaves an ignored signal ignored, so the tests that send these signals
+    would wait for nothing."""
+    import signal
+
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
