@@ -558,13 +558,7 @@ def grad_tolerance(
     rtol, atol = tolerance(coarsest if coarsest in _UNIT else dtype)
     if coarsest not in _UNIT:
         return rtol, atol
-    largest = 1.0
-    for seen in pool:
-        for array in (seen.values, seen.grad):
-            if array is not None and array.size and array.dtype.kind in "fc":
-                finite = np.abs(array[np.isfinite(array)])
-                if finite.size:
-                    largest = max(largest, float(finite.max()))
+    largest = max(1.0, _largest_magnitude(pool))
     smallest = 1.0
     for divisor in divisors:
         magnitude = np.abs(divisor[np.isfinite(divisor)])
@@ -573,6 +567,18 @@ def grad_tolerance(
             smallest = min(smallest, float(nonzero.min()))
     terms = min(largest * largest / smallest, _SCALE_CAP * _SCALE_CAP)
     return rtol, atol + 8 * _UNIT[coarsest] * terms
+
+
+def _largest_magnitude(pool: list[Observed]) -> float:
+    """The largest finite magnitude among the floating values and gradients of `pool`."""
+    largest = 0.0
+    for seen in pool:
+        for array in (seen.values, seen.grad):
+            if array is not None and array.size and array.dtype.kind in "fc":
+                finite = np.abs(array[np.isfinite(array)])
+                if finite.size:
+                    largest = max(largest, float(finite.max()))
+    return largest
 
 
 def _overflow_excuses(actual, expected, dtype: str, tolerated, path: list[Observed]) -> bool:
@@ -584,12 +590,7 @@ def _overflow_excuses(actual, expected, dtype: str, tolerated, path: list[Observ
     narrowest = min((LARGEST_FINITE[d] for d in floating if d in LARGEST_FINITE), default=None)
     if narrowest is None:
         return False
-    largest = 0.0
-    for seen in path:
-        for array in (seen.values, seen.grad):
-            if array is not None and array.size and array.dtype.kind in "fc":
-                finite = np.abs(array[np.isfinite(array)])
-                largest = max(largest, float(finite.max()) if finite.size else 0.0)
+    largest = _largest_magnitude(path)
     if largest * largest <= narrowest:
         return False
     finite = np.isfinite(actual)
