@@ -178,8 +178,14 @@ def main(argv: list[str] | None = None) -> int:
         a in ("-n", "--numprocesses", "no:xdist") or a.startswith(("-n", "--numprocesses="))
         for a in rest
     )
+    user_chose_dist = any(a in ("-d", "--dist") or a.startswith("--dist=") for a in rest)
     if not user_chose_workers and str(args.workers) not in ("0", ""):
         pytest_args += ["-n", str(args.workers)]
+        if not user_chose_dist:
+            # xdist's default ("load") hands each worker a queue of tests up
+            # front: a worker stopped by a hang keeps its queue waiting
+            # while the others run dry. With "worksteal" they take it over.
+            pytest_args += ["--dist", "worksteal"]
     started = time.time()
     status = int(pytest.main(pytest_args + rest))
     _print_reports(reports, started)

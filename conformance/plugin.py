@@ -524,6 +524,13 @@ def _replay_context(item: pytest.Item) -> dict:
     }
 
 
+def replay_limit(found: dict) -> float | None:
+    """The limit a replay of a hung example is judged by: the paced limit
+    the run gives its test once a hang was seen, else the one it ran under
+    (a first hang ran under the generous default)."""
+    return found.get("paced_limit") or found.get("limit")
+
+
 def _problem(error: BaseException) -> dict | None:
     """A test that did not finish in this process: it hung, torch ran out of
     memory, or the suite's own code raised. None for anything else."""
@@ -531,7 +538,7 @@ def _problem(error: BaseException) -> dict | None:
     kept = {
         "entries": found.get("entries", []),
         "context": found.get("context"),
-        "limit": found.get("limit"),
+        "limit": replay_limit(found),
     }
     internal = internal_error_in(error)
     if internal is not None:
@@ -619,7 +626,7 @@ def _unfinished_outcome(report: pytest.TestReport, props: dict, problem: dict) -
     it was running: against the test, never a violation of its rules."""
     entries = problem.pop("entries", [])
     context = problem.pop("context", None)
-    limit = problem.pop("limit", None)  # the limit the example ran under
+    limit = problem.pop("limit", None)  # what a replay of the example is judged by
     if limit is None and _CONFIG:
         limit = _CONFIG[0].getoption("timeout")
     status = problem["status"]
@@ -693,7 +700,7 @@ def crash_outcome(report: pytest.TestReport, roots: list[Path]) -> TestOutcome:
                 **problem,
                 "entries": found.get("entries", []),
                 "context": found.get("context"),
-                "limit": found.get("limit"),
+                "limit": replay_limit(found),
             },
         ),
     ]

@@ -135,6 +135,9 @@ class Recorder:
         self._nodeid = ""
         self._shared_pace = False  # wrote this process's typical example to the folder
         self._deadline: float | None = None  # monotonic time the last stage acts at
+        self._current_limit = 0.0  # seconds the running example may take
+        self._paced = True  # the running example's limit follows the run's pace
+        self._lock = threading.Lock()
         self._main = threading.current_thread() is threading.main_thread()
         faulthandler.enable(file=self._fatal, all_threads=True)
         self._stop = threading.Event()
@@ -145,16 +148,44 @@ class Recorder:
 
     def _watch(self) -> None:
         while not self._stop.wait(0.25):
+            self._repace()
             deadline = self._deadline
             if deadline is not None and time.monotonic() > deadline:
+                (self.folder / HUNG_MARK).touch()
+                self._note_paced_limit()
                 os.write(self._hang, f"Timeout: example {self._count} hung\n".encode())
                 faulthandler.dump_traceback(file=self._hang, all_threads=True)
                 os._exit(HUNG_EXIT)
 
+    def _repace(self) -> None:
+        """An example that started before the run's first hang keeps the
+        generous limit; when another process's hang is seen, it gets the
+        paced one too (both processes likely hang on the same kind of
+        input, and the second should not add a whole limit to the run)."""
+        with self._lock:
+            started = self._started
+            if not (self._armed and self._paced and started and self._current_limit == self.limit):
+                return
+            running = time.monotonic() - started
+            if running < AFTER_HANG_FLOOR or not (self.folder / HUNG_MARK).exists():
+                return
+            paced = self._limit_now(self._nodeid)
+            if not paced or paced >= self._current_limit:
+                return
+            self._current_limit = paced
+            left = max(paced - running, 0.001)
+            self._deadline = time.monotonic() + left + AFTER_HANG_GRACE
+            if self._main:
+                signal.setitimer(signal.ITIMER_REAL, left)
+
     def _alarm(self, signum: int, frame: Any) -> None:
-        if not self._started:  # the example finished as the alarm went off
+        if not (self._started and self._armed):  # the example finished as the alarm went off
             return
         now = time.monotonic()
+        early = self._started + self._current_limit - now
+        if early > 0.001:  # meant for an example that has finished since
+            signal.setitimer(signal.ITIMER_REAL, early)
+            return
         if _importing(frame) and self.limit and now < self._started + self.limit:
             # Never stop an example inside an import (torch imports sympy on
             # the first backward of a process): a half-imported module breaks
@@ -168,7 +199,16 @@ class Recorder:
         # stopped here; the watchdog still ends the process if unwinding sticks
         self._deadline = now + GRACE
         (self.folder / HUNG_MARK).touch()
+        self._note_paced_limit()
         raise ExampleHung(self._current_limit)
+
+    def _note_paced_limit(self) -> None:
+        """Record what a later example of this test would be allowed (the
+        run has now seen a hang): a replay of this one is judged by it, not
+        by the generous limit it hung under."""
+        paced = self._limit_now(self._nodeid)
+        if paced:
+            self.note(paced_limit=paced)
 
     def _limit_now(self, nodeid: str) -> float | None:
         if not self.limit:
@@ -215,29 +255,32 @@ class Recorder:
             head["limit"] = limit
         os.ftruncate(self._example, 0)
         os.write(self._example, (json.dumps(head) + "\n").encode())
-        self._started = time.monotonic()
-        if limit:
-            self._current_limit = limit
-            grace = GRACE if limit == self.limit else AFTER_HANG_GRACE
-            self._deadline = time.monotonic() + limit + grace
-            if self._main:
-                signal.setitimer(signal.ITIMER_REAL, limit)
-            self._armed = True
+        with self._lock:  # the watchdog thread reads these together
+            self._paced = paced
+            self._current_limit = limit or 0.0
+            self._started = time.monotonic()
+            if limit:
+                grace = GRACE if limit == self.limit else AFTER_HANG_GRACE
+                self._deadline = self._started + limit + grace
+                if self._main:
+                    signal.setitimer(signal.ITIMER_REAL, limit)
+                self._armed = True
 
     def note(self, **entry: Any) -> None:
         """Add to what the current example is known by (an input, a program)."""
         os.write(self._example, (json.dumps(entry, default=repr) + "\n").encode())
 
     def finish(self) -> None:
-        if self._started:
-            took = time.monotonic() - self._started
-            self._started = 0.0
-            self.durations.append(took)
-            self._by_test.setdefault(self._nodeid, deque(maxlen=64)).append(took)
-        if self._armed and self._main:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        self._deadline = None
-        self._armed = False
+        with self._lock:
+            if self._started:
+                took = time.monotonic() - self._started
+                self._started = 0.0
+                self.durations.append(took)
+                self._by_test.setdefault(self._nodeid, deque(maxlen=64)).append(took)
+            if self._armed and self._main:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            self._deadline = None
+            self._armed = False
         self.note(finished=True)  # kept for the report; a crash now is not this example's
 
     def close(self) -> None:
@@ -290,9 +333,10 @@ def example(
 def read_evidence(files: Files) -> dict[str, Any]:
     """What a dead process left: the example it ran and how it ended.
 
-    Returns {"nodeid", "example" (its number), "entries" (what `note`
-    recorded), "between_examples", "how": "fatal"|"hang"|"killed", "detail"};
-    {} when it never started an example."""
+    Returns {"nodeid", "example" (its number), "limit" (its time limit),
+    "paced_limit" (after a hang: what a later example of its test gets),
+    "entries" (what `note` recorded), "between_examples", "how":
+    "fatal"|"hang"|"killed", "detail"}; {} when it never started an example."""
     lines = _read(files.example).splitlines()
     if not lines:
         return {}
@@ -306,6 +350,8 @@ def read_evidence(files: Files) -> dict[str, Any]:
             entries.append(json.loads(line))
         except json.JSONDecodeError:
             break  # a line cut short by the crash
+    paced = [e["paced_limit"] for e in entries if "paced_limit" in e]
+    entries = [e for e in entries if "paced_limit" not in e]
     between = bool(entries) and entries[-1].get("finished", False)
     entries = [e for e in entries if "finished" not in e]
     hang, fatal = _read(files.hang), _read(files.fatal)
@@ -319,6 +365,8 @@ def read_evidence(files: Files) -> dict[str, Any]:
             "the process ended without a Python traceback: killed by a signal it cannot "
             "catch (SIGKILL, for example from the kernel's out-of-memory killer) or exited"
         )
+    if paced:
+        head["paced_limit"] = paced[-1]
     return {
         **head,
         "entries": entries,

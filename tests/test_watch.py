@@ -103,3 +103,39 @@ def test_an_import_is_never_cut_in_half(recorder, tmp_path, monkeypatch):
     recorder.finish()
     assert slow_to_import.DONE
     sys.modules.pop("slow_to_import", None)
+
+
+def test_an_example_running_when_another_process_hangs_gets_the_pace(recorder, tmp_path):
+    # this process started its example before the run's first hang (full
+    # limit); another process's hang, seen by the watchdog thread, cuts it
+    # to the paced limit instead of letting it use the whole 30 s
+    _examples(recorder, 5, 0.001)
+    recorder.start("test_x")
+    started = time.monotonic()
+    threading.Timer(0.5, (tmp_path / watch.HUNG_MARK).touch).start()
+    with pytest.raises(watch.ExampleHung):
+        time.sleep(10)
+    assert time.monotonic() - started < 2
+    recorder.finish()
+    assert recorder._deadline is None
+
+
+def test_a_full_limit_example_is_not_cut_by_the_pace(recorder, tmp_path):
+    # a whole plain test (paced=False) keeps the full limit after a hang
+    _examples(recorder, 5, 0.001)
+    recorder.start("test_plain", paced=False)
+    (tmp_path / watch.HUNG_MARK).touch()
+    time.sleep(1.0)  # four watchdog rounds
+    recorder.finish()
+
+
+def test_an_alarm_meant_for_a_finished_example_is_ignored(recorder):
+    # the watchdog re-armed the timer just as the example finished: the
+    # next example, on its own limit, must not be stopped by it
+    import signal
+
+    _examples(recorder, 5, 0.001)
+    recorder.start("test_x")
+    signal.setitimer(signal.ITIMER_REAL, 0.05)
+    time.sleep(0.3)
+    recorder.finish()
