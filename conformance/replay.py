@@ -195,8 +195,13 @@ def main(argv: list[str]) -> int:
         import faulthandler
 
         faulthandler.dump_traceback_later(evidence["hang_after"], exit=True)
+    params = dict(evidence["params"])
+    if evidence.get("targets"):
+        from conformance.compiled.targets import Target
+
+        params |= {k: Target(name) for k, name in evidence["targets"].items()}
     with BuildContext(conjecture, is_final=True, wrapped_test=test), tracer:
-        test.hypothesis.inner_test(**evidence["params"], data=data)
+        test.hypothesis.inner_test(**params, data=data)
     return 0
 
 
