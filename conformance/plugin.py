@@ -516,9 +516,7 @@ def _replay_context(item: pytest.Item) -> dict:
         "test": f"{item.module.__name__}::{item.obj.__name__}",
         "params": {k: v for k, v in params.items() if isinstance(v, str | int | float)},
         # a compile target travels by name; the replay makes it again
-        "targets": {
-            k: v.name for k, v in params.items() if isinstance(v, compile_targets.Target)
-        },
+        "targets": {k: v.name for k, v in params.items() if isinstance(v, compile_targets.Target)},
         "selection": {
             "devices": item.config.getoption("devices"),
             "dtypes": item.config.getoption("dtypes"),

@@ -195,18 +195,24 @@ def main(argv: list[str]) -> int:
         import faulthandler
 
         faulthandler.dump_traceback_later(evidence["hang_after"], exit=True)
-    params = dict(evidence["params"])
-    if evidence.get("targets"):
-        from conformance.compiled.targets import Target
-
-        params |= {k: Target(name) for k, name in evidence["targets"].items()}
     with BuildContext(conjecture, is_final=True, wrapped_test=test), tracer:
-        test.hypothesis.inner_test(**params, data=data)
+        test.hypothesis.inner_test(**params_of(evidence), data=data)
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def params_of(context: dict) -> dict:
+    """The test's parameters as the test takes them: a compile target was
+    recorded by name."""
+    params = dict(context["params"])
+    if context.get("targets"):
+        from conformance.compiled.targets import Target
+
+        params |= {k: Target(name) for k, name in context["targets"].items()}
+    return params
 
 
 def replay_script(

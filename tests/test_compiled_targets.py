@@ -147,3 +147,34 @@ def test_hitting_the_recompile_limit_fails_loudly(monkeypatch):
         for n in range(3, 6):
             compiled(torch.ones(n))
     torch._dynamo.reset()
+
+
+def test_a_compiled_tests_replay_gets_its_target_back():
+    # a crashed or hung compiled example is replayed in a fresh process from
+    # a JSON context: the target must survive the trip, by name
+    import json
+    from types import SimpleNamespace
+
+    from conformance import plugin
+    from conformance.replay import params_of
+    from conformance.selection import select
+
+    config = SimpleNamespace(
+        stash={plugin._SELECTION: select(profile="ci", seed=3)},
+        getoption=lambda name: None,
+    )
+    callspec = SimpleNamespace(
+        params={"device": "cpu", "shard": 0, "target": targets.Target("aot_eager")}
+    )
+    item = SimpleNamespace(
+        config=config,
+        callspec=callspec,
+        module=SimpleNamespace(__name__="test_compiled"),
+        obj=SimpleNamespace(__name__="test_compiled_agrees_with_eager"),
+    )
+    context = json.loads(json.dumps(plugin._replay_context(item)))
+    assert params_of(context) == {
+        "device": "cpu",
+        "shard": 0,
+        "target": targets.Target("aot_eager"),
+    }
