@@ -137,6 +137,7 @@ class Recorder:
         self._deadline: float | None = None  # monotonic time the last stage acts at
         self._current_limit = 0.0  # seconds the running example may take
         self._paced = True  # the running example's limit follows the run's pace
+        self._finishing = False
         self._lock = threading.Lock()
         self._main = threading.current_thread() is threading.main_thread()
         faulthandler.enable(file=self._fatal, all_threads=True)
@@ -179,8 +180,8 @@ class Recorder:
                 signal.setitimer(signal.ITIMER_REAL, left)
 
     def _alarm(self, signum: int, frame: Any) -> None:
-        if not (self._started and self._armed):  # the example finished as the alarm went off
-            return
+        if self._finishing or not (self._started and self._armed):
+            return  # the example finished as the alarm went off
         now = time.monotonic()
         early = self._started + self._current_limit - now
         if early > 0.001:  # meant for an example that has finished since
@@ -271,6 +272,7 @@ class Recorder:
         os.write(self._example, (json.dumps(entry, default=repr) + "\n").encode())
 
     def finish(self) -> None:
+        self._finishing = True  # an alarm now would cut this method short
         with self._lock:
             if self._started:
                 took = time.monotonic() - self._started
@@ -281,6 +283,7 @@ class Recorder:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             self._deadline = None
             self._armed = False
+        self._finishing = False
         self.note(finished=True)  # kept for the report; a crash now is not this example's
 
     def close(self) -> None:
