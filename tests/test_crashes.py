@@ -193,43 +193,24 @@ def _session_processes(session: int) -> list[int]:
     ids=["SIGTERM to the process group", "SIGHUP to the main process"],
 )
 def test_termination_writes_an_incomplete_report_and_leaves_no_process(signum, to_group, tmp_path):
-    mark = tmp_path / "stalled"
-    environment = {
-        k: v for k, v in os.environ.items() if k not in ("HYPOTHESIS_PROFILE", "CONFORMANCE_PLANT")
-    }
-    environment.update({sabotage.STALL: SEED, sabotage.MARK: str(mark)})
-    command = [
-        sys.executable, "-m", "conformance", *NARROW, "-k", "seed", "--workers", "2",
-        "--report-dir", str(tmp_path / "out"), "-p", "tests.report_helpers.sabotage",
+    suite = [
+        *NARROW, "-k", "seed", "--workers", "2", "--report-dir", str(tmp_path / "out"),
+        "-p", "tests.report_helpers.sabotage",
     ]  # fmt: skip
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        preexec_fn=sabotage.default_signals,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not mark.exists() and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert mark.exists(), "the stalled test never started"
+
+    def send(pid: int) -> None:
         if to_group:
-            os.killpg(process.pid, signum)
+            os.killpg(pid, signum)
         else:
-            os.kill(process.pid, signum)
-        stdout, _ = process.communicate(timeout=60)
-        time.sleep(0.5)
-        assert _session_processes(process.pid) == [], "workers were left behind"
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
+            os.kill(pid, signum)
+
+    returncode, stdout, pid = sabotage.interrupt_stalled_run(
+        suite, SEED, tmp_path / "stalled", send, ROOT
+    )
+    time.sleep(0.5)
+    assert _session_processes(pid) == [], "workers were left behind"
     name = signal.Signals(signum).name
-    assert process.returncode == 2, stdout[-3000:]
+    assert returncode == 2, stdout[-3000:]
     report = _report(tmp_path / "out")
     assert report["complete"] is False and report["incomplete_reason"] == f"terminated by {name}"
     assert "Incomplete run" in (tmp_path / "out" / "report.html").read_text()

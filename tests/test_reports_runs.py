@@ -8,9 +8,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -106,36 +103,16 @@ def test_report_counts_a_crashed_worker(tmp_path):
 
 
 def test_ctrl_c_still_writes_the_report_marked_incomplete(tmp_path):
-    mark = tmp_path / "stalled"
-    unset = ("HYPOTHESIS_PROFILE", "CONFORMANCE_PLANT")  # as run_suite does
-    environment = {k: v for k, v in os.environ.items() if k not in unset}
-    environment.update({sabotage.STALL: SEED_TEST, sabotage.MARK: str(mark)})
-    suite = (*FAST, "--workers", "1", *into(tmp_path / "out"), *SABOTAGED)
-    command = [sys.executable, "-m", "conformance", *suite]
-    # Its own process group, so that SIGINT reaches the workers too, as a
-    # Ctrl-C in a terminal does.
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        preexec_fn=sabotage.default_signals,
+    suite = [*FAST, "--workers", "1", *into(tmp_path / "out"), *SABOTAGED]
+    returncode, stdout, _ = sabotage.interrupt_stalled_run(
+        suite,
+        SEED_TEST,
+        tmp_path / "stalled",
+        lambda pid: os.killpg(pid, signal.SIGINT),
+        ROOT,
+        wait=120,
     )
-    try:
-        deadline = time.monotonic() + 120
-        while not mark.exists() and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert mark.exists(), "the stalled test never started"
-        os.killpg(process.pid, signal.SIGINT)
-        stdout, _ = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-    assert process.returncode == 2, stdout[-3000:]
+    assert returncode == 2, stdout[-3000:]
     assert f"report: {tmp_path / 'out' / 'report.html'}" in stdout
     report = load(tmp_path / "out")
     assert report["complete"] is False and "KeyboardInterrupt" in report["incomplete_reason"]

@@ -48,3 +48,42 @@ def default_signals() -> None:
 
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, signal.SIG_DFL)
+
+
+def interrupt_stalled_run(
+    suite_args: list[str], stalled: str, mark: Path, send, root: Path, wait: float = 60
+) -> tuple[int, str, int]:
+    """Run `python -m conformance *suite_args` in a session of its own with
+    `stalled` (a test ID) stalling; once that test has started, call
+    `send(pid)` to signal the run. Returns (exit status, output, pid)."""
+    import signal
+    import subprocess
+    import sys
+
+    unset = ("HYPOTHESIS_PROFILE", "CONFORMANCE_PLANT")  # as the tests' run_suite does
+    environment = {k: v for k, v in os.environ.items() if k not in unset}
+    environment.update({STALL: stalled, MARK: str(mark)})
+    # Its own session and process group, so that a signal sent to the group
+    # reaches the workers too, as a Ctrl-C in a terminal does.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "conformance", *suite_args],
+        cwd=root,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=default_signals,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not mark.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert mark.exists(), "the stalled test never started"
+        send(process.pid)
+        stdout, _ = process.communicate(timeout=wait)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    return process.returncode, stdout, process.pid
