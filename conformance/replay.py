@@ -53,6 +53,11 @@ class Tracer(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if torch.compiler.is_compiling() or _compiler_tensors(args, kwargs):
+            # Dynamo traces into an active mode, and calls tensor methods on
+            # its fake tensors while compiling: writing those would read
+            # values they do not have and fail the example's compilation
+            return func(*args, **kwargs)
         call = self.render(func, args, kwargs)
         if call is not None:
             result_name = f"v{self.count}"
@@ -132,6 +137,16 @@ class Tracer(TorchFunctionMode):
         if isinstance(value, float) and value in (float("inf"), float("-inf")):
             return f"float({str(value)!r})"
         return repr(value)
+
+
+def _compiler_tensors(args: tuple, kwargs: dict) -> bool:
+    """Whether a call is on a compiler's stand-in tensors (a subclass of
+    Tensor, such as fake or functional tensors), not the example's own."""
+    leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+    return any(
+        isinstance(a, torch.Tensor) and type(a) not in (torch.Tensor, torch.nn.Parameter)
+        for a in leaves
+    )
 
 
 def _materialized(tensor: torch.Tensor) -> str:
