@@ -40,3 +40,32 @@ def test_a_compiled_call_under_the_trace_runs_as_without_it(tmp_path):
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert any("torch.Tensor.backward(" in line for line in lines)  # the trace still records
     assert not any("FakeTensor" in line or "Functional" in line for line in lines)
+
+
+def test_a_call_that_raised_is_guarded_and_autograd_state_is_kept():
+    from conformance.replay import RAISED, _guarded, sliced
+
+    lines = _guarded(
+        [
+            "v0 = torch.tensor([1.0], requires_grad=True)",
+            "v1 = torch.Tensor.mul(v0, 2)",
+            "v2 = torch.Tensor.backward(v1, gradient=None)",
+            "v3 = torch.Tensor.backward(v1, gradient=None)",
+            RAISED,
+            "v4 = torch.Tensor.retain_grad(v1)",
+            "v5 = torch.tensor([3.0])",
+            "v6 = torch.Tensor.mul_(v1, 2)",
+        ]
+    )
+    assert lines[3] == (
+        "try:\n    v3 = torch.Tensor.backward(v1, gradient=None)\n"
+        "except Exception:\n    pass  # raised in the example too"
+    )
+    kept = sliced(lines)
+    # the backward calls and retain_grad change what a later call does
+    assert "v4 = torch.Tensor.retain_grad(v1)" in kept
+    assert "v2 = torch.Tensor.backward(v1, gradient=None)" in kept
+    assert "v5 = torch.tensor([3.0])" not in kept
+    namespace: dict = {"torch": torch}
+    exec("\n".join(kept), namespace)  # runs past the call that raised
+    assert namespace["v1"].tolist() == [4.0]
