@@ -512,11 +512,12 @@ def _replay_context(item: pytest.Item) -> dict:
     """What conformance.replay needs to run one example of this test again."""
     selection = item.config.stash[_SELECTION]
     params = dict(getattr(getattr(item, "callspec", None), "params", {}))
+    target = params.get("target")
     return {
         "test": f"{item.module.__name__}::{item.obj.__name__}",
         "params": {k: v for k, v in params.items() if isinstance(v, str | int | float)},
-        # a compile target travels by name; the replay makes it again
-        "targets": {k: v.name for k, v in params.items() if isinstance(v, compile_targets.Target)},
+        # a compile target travels by the name --compile gave it
+        "target": target.name if isinstance(target, compile_targets.Target) else None,
         "selection": {
             "devices": item.config.getoption("devices"),
             "dtypes": item.config.getoption("dtypes"),

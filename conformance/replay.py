@@ -30,6 +30,10 @@ from torch.overrides import TorchFunctionMode
 
 from strategies.tensors import TENSOR_BASE
 
+# Written after a call that raised (its line is already written: a crash
+# inside a call must leave that call as the last line).
+RAISED = "# raised"
+
 # Attribute reads the tests make all the time and that never crash alone.
 _QUIET = {"dim", "numel", "size", "stride", "is_floating_point", "is_complex", "data_ptr"}
 
@@ -53,6 +57,11 @@ class Tracer(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if torch.compiler.is_compiling() or _compiler_tensors(args, kwargs):
+            # Dynamo traces into an active mode, and calls tensor methods on
+            # its fake tensors while compiling: writing those would read
+            # values they do not have and fail the example's compilation
+            return func(*args, **kwargs)
         call = self.render(func, args, kwargs)
         if call is not None:
             result_name = f"v{self.count}"
@@ -67,7 +76,12 @@ class Tracer(TorchFunctionMode):
             if mode:
                 line = f"with {', '.join(mode)}:\n    {line}"
             self.write(line)
-        result = func(*args, **kwargs)
+        try:
+            result = func(*args, **kwargs)
+        except Exception:
+            if call is not None:
+                self.write(RAISED)
+            raise
         if call is not None:
             self._name_result(result, result_name)
         return result
@@ -123,6 +137,8 @@ class Tracer(TorchFunctionMode):
             return f"({inner},)" if len(value) == 1 else f"({inner})"
         if isinstance(value, list):
             return "[" + ", ".join(self.arg(v) for v in value) + "]"
+        if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+            return repr(value.tolist())  # a drawn leaf's values
         if isinstance(value, slice):
             return f"slice({value.start!r}, {value.stop!r}, {value.step!r})"
         if value is Ellipsis:
@@ -132,6 +148,57 @@ class Tracer(TorchFunctionMode):
         if isinstance(value, float) and value in (float("inf"), float("-inf")):
             return f"float({str(value)!r})"
         return repr(value)
+
+
+def _trace_compiled_calls(tracer: Tracer) -> None:
+    """Write a compiled program's call (conformance.compiled) as its source,
+    then torch.compile of it called on the traced tensors; the call itself
+    runs untraced, so the script compiles what the example compiled rather
+    than replaying the ops the compiled code ran."""
+    from conformance.compiled import run
+    from conformance.compiled.ops import MARK_DIRTY_SOURCE
+    from conformance.compiled.repro import _backend_source
+
+    compile_function = run.compile_function
+
+    def traced(program, target):
+        compiled = compile_function(program, target)
+
+        def call(*args):
+            name = f"v{tracer.count}"
+            tracer.count += 1
+            function = f"program_{name}"
+            imports, backend = _backend_source(target)
+            head = [*imports, MARK_DIRTY_SOURCE] if "mark_dirty" in program.ops else imports
+            source = program.function_source().replace("def program(", f"def {function}(", 1)
+            dynamic = ", dynamic=True" if program.dynamic else ""
+            operands = ", ".join(tracer.arg(a) for a in args)
+            call_line = (
+                f"{name} = torch.compile({function}, backend={backend}{dynamic})({operands})"
+            )
+            tracer.write("\n".join([*head, source, call_line]))
+            try:
+                with torch._C.DisableTorchFunction():
+                    result = compiled(*args)
+            except Exception:
+                tracer.write(RAISED)
+                raise
+            tracer._name_result(result, name)
+            return result
+
+        return call
+
+    run.compile_function = traced
+
+
+def _compiler_tensors(args: tuple, kwargs: dict) -> bool:
+    """Whether a call is on a compiler's stand-in tensors (a subclass of
+    Tensor, such as fake or functional tensors), not the example's own."""
+    leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+    return any(
+        isinstance(a, torch.Tensor) and type(a) not in (torch.Tensor, torch.nn.Parameter)
+        for a in leaves
+    )
 
 
 def _materialized(tensor: torch.Tensor) -> str:
@@ -189,6 +256,12 @@ def main(argv: list[str]) -> int:
         return value
 
     harness.Example.draw = traced_draw
+    _trace_compiled_calls(tracer)
+    params = dict(evidence["params"])
+    if evidence.get("target"):
+        from conformance.compiled.targets import parse_targets
+
+        (params["target"],) = parse_targets(evidence["target"])
     conjecture = ConjectureData.for_choices(choices)
     data = DataObject(conjecture)
     if evidence.get("hang_after"):  # the example itself, not the imports, is timed
@@ -196,23 +269,12 @@ def main(argv: list[str]) -> int:
 
         faulthandler.dump_traceback_later(evidence["hang_after"], exit=True)
     with BuildContext(conjecture, is_final=True, wrapped_test=test), tracer:
-        test.hypothesis.inner_test(**params_of(evidence), data=data)
+        test.hypothesis.inner_test(**params, data=data)
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
-
-
-def params_of(context: dict) -> dict:
-    """The test's parameters as the test takes them: a compile target was
-    recorded by name."""
-    params = dict(context["params"])
-    if context.get("targets"):
-        from conformance.compiled.targets import Target
-
-        params |= {k: Target(name) for k, name in context["targets"].items()}
-    return params
 
 
 def replay_script(
@@ -251,11 +313,29 @@ def replay_script(
         if not log.exists():
             return None
         lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    return how, lines
+    return how, _guarded(lines)
+
+
+def _guarded(lines: list[str]) -> list[str]:
+    """The calls, each one that raised in the example (the test expected or
+    caught it) wrapped so that the script goes on past it as the example did;
+    never the last: an error that ended the example (out of memory) is what
+    the script must show."""
+    last_call = max((k for k, line in enumerate(lines) if line != RAISED), default=-1)
+    out: list[str] = []
+    for k, line in enumerate(lines):
+        if line == RAISED and out and k < last_call:
+            body = "\n".join("    " + part for part in out[-1].splitlines())
+            out[-1] = f"try:\n{body}\nexcept Exception:\n    pass  # raised in the example too"
+        elif line != RAISED:
+            out.append(line)
+    return out
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_WRITES = re.compile(r"\.[a-z]\w*_\(|setattr\(")
+# in-place ops, attribute writes, and calls that change a tensor's autograd
+# state without writing it (a later backward crashes or not because of them)
+_WRITES = re.compile(r"\.[a-z]\w*_\(|setattr\(|\.retain_grad\(|\.backward\(")
 
 
 def sliced(lines: list[str]) -> list[str]:

@@ -124,28 +124,30 @@ def test_known_failure_lists_check_ops(tmp_path):
     assert (entry.target, entry.ops, entry.message) == ("aot_eager", ("narrow",), "m")
 
 
-def test_hitting_the_recompile_limit_fails_loudly(monkeypatch):
+def test_hitting_the_recompile_limit_fails_loudly():
     """Past the limit Dynamo would run the frame eagerly, silently; the suite
     makes it raise."""
     from conformance.compiled.targets import guard_cache_limits
 
+    # torch's own config.patch: pytest's monkeypatch, undone, left the
+    # limit unreadable to every later compile of the process
     config = torch._dynamo.config
     limit = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
-    monkeypatch.setattr(config, limit, 1)
-    for flag in ("fail_on_recompile_limit_hit", "fail_on_cache_limit_hit"):
-        if hasattr(config, flag):
-            monkeypatch.setattr(config, flag, False)
-    torch._dynamo.reset()
-    guard_cache_limits()
+    flags = [
+        f for f in ("fail_on_recompile_limit_hit", "fail_on_cache_limit_hit") if hasattr(config, f)
+    ]
+    with config.patch({limit: 1, **dict.fromkeys(flags, False)}):
+        torch._dynamo.reset()
+        guard_cache_limits()
 
-    def f(x):
-        return x * 2
+        def f(x):
+            return x * 2
 
-    compiled = torch.compile(f, backend="eager", dynamic=False)
-    compiled(torch.ones(2))
-    with pytest.raises(Exception, match="(?i)limit"):
-        for n in range(3, 6):
-            compiled(torch.ones(n))
+        compiled = torch.compile(f, backend="eager", dynamic=False)
+        compiled(torch.ones(2))
+        with pytest.raises(Exception, match="(?i)limit"):
+            for n in range(3, 6):
+                compiled(torch.ones(n))
     torch._dynamo.reset()
 
 
@@ -156,25 +158,19 @@ def test_a_compiled_tests_replay_gets_its_target_back():
     from types import SimpleNamespace
 
     from conformance import plugin
-    from conformance.replay import params_of
     from conformance.selection import select
 
     config = SimpleNamespace(
         stash={plugin._SELECTION: select(profile="ci", seed=3)},
         getoption=lambda name: None,
     )
-    callspec = SimpleNamespace(
-        params={"device": "cpu", "shard": 0, "target": targets.Target("aot_eager")}
-    )
+    params = {"device": "cpu", "shard": 0, "target": targets.Target("aot_eager")}
     item = SimpleNamespace(
         config=config,
-        callspec=callspec,
+        callspec=SimpleNamespace(params=params),
         module=SimpleNamespace(__name__="test_compiled"),
         obj=SimpleNamespace(__name__="test_compiled_agrees_with_eager"),
     )
     context = json.loads(json.dumps(plugin._replay_context(item)))
-    assert params_of(context) == {
-        "device": "cpu",
-        "shard": 0,
-        "target": targets.Target("aot_eager"),
-    }
+    assert context["params"] == {"device": "cpu", "shard": 0}
+    assert parse_targets(context["target"]) == (targets.Target("aot_eager"),)
