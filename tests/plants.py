@@ -1437,6 +1437,185 @@ def _():
     _replace("requires_grad_", make)
 
 
+# --- the wider autograd surface (issue 10): view ops ---------------------------------
+
+
+@plant(
+    "unbind_outputs_ordinary@multi_output",
+    "view.multi_output_base_written_raises",
+    "x.unbind(d) is made of select()s: ordinary views, whose grad_fn is regenerated after a write",
+)
+def _():
+    def make(orig):
+        def unbind(self, dim=0):
+            return tuple(self.select(dim, i) for i in range(self.shape[dim]))
+
+        return unbind
+
+    _replace("unbind", make)
+
+
+@plant(
+    "split_outputs_writable@one_view_op",
+    "view.multi_output_inplace_raises",
+    "x.split(n, d) is made of narrow()s (split alone: chunk and unbind keep the rule)",
+)
+def _():
+    def make(orig):
+        def split(self, split_size, dim=0):
+            if not isinstance(split_size, int) or self.dim() == 0:
+                return orig(self, split_size, dim)
+            n = self.shape[dim]
+            starts = range(0, n, split_size) if n else [0]
+            return tuple(self.narrow(dim, s, min(split_size, n - s)) for s in starts)
+
+        return split
+
+    _replace("split", make)
+
+
+@plant(
+    "multi_output_grad_fn_regenerated",
+    "view.multi_output_base_written_raises",
+    "a stale output of unbind/split/chunk reads grad_fn None instead of raising",
+)
+def _():
+    def getter(get):
+        def grad_fn(self):
+            try:
+                return get(self)
+            except RuntimeError as error:
+                if "returns multiple views" in str(error):
+                    return None
+                raise
+
+        return grad_fn
+
+    _replace_property("grad_fn", getter=getter)
+
+
+@plant(
+    "unfold_copies@one_view_op",
+    "view.shares_storage_and_version",
+    "x.unfold(d, size, step) returns a copy on new memory",
+)
+def _():
+    def make(orig):
+        def unfold(self, *a, **k):
+            return orig(self, *a, **k).clone()
+
+        return unfold
+
+    _replace("unfold", make)
+
+
+# --- the wider autograd surface (issue 10): writes at indexed positions -----------
+
+
+def _tensor_index(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, _torch().Tensor) and i.dim() > 0 for i in items)
+
+
+@plant(
+    "setitem_tensor_index_no_bump@tensor_index",
+    "version.bumps_on_inplace",
+    "x[idx] = v with a tensor index (index_put_) leaves x's version where it was",
+)
+def _():
+    def make(orig):
+        def setitem(self, index, value):
+            version = self._version
+            orig(self, index, value)
+            if _tensor_index(index):
+                _set_version(self, version)
+
+        return setitem
+
+    _replace("__setitem__", make)
+
+
+@plant(
+    "setitem_tensor_index_into_copy@tensor_index",
+    "index.writes_in_place",
+    "x[idx] = v with a tensor index writes into a copy of x: x keeps its values",
+)
+def _():
+    def make(orig):
+        def setitem(self, index, value):
+            if _tensor_index(index):
+                orig(self.clone(), index, value)
+                with _torch().no_grad():
+                    self.add_(0)  # (the version still moves)
+                return
+            orig(self, index, value)
+
+        return setitem
+
+    _replace("__setitem__", make)
+
+
+@plant(
+    "index_copy_grad_to_self@one_index_op",
+    "index.grad_to_source",
+    "x.index_copy_(d, i, src) passes all of x's gradient to its old values and none to src",
+)
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def index_copy_(self, dim, index, source):
+            if not (torch.is_grad_enabled() and (self.requires_grad or source.requires_grad)):
+                return orig(self, dim, index, source)
+            new = orig(self.detach().clone(), dim, index, source.detach())
+            return self.add_(new - self.detach())
+
+        return index_copy_
+
+    _replace("index_copy_", make)
+
+
+# --- the wider autograd surface (issue 10): gradient APIs ---------------------------
+
+
+@plant(
+    "autograd_grad_accumulates",
+    "grad.autograd_grad_returns",
+    "torch.autograd.grad also accumulates into the leaves' .grad, as backward does",
+)
+def _():
+    torch = _torch()
+    original = torch.autograd.grad
+
+    def grad(outputs, inputs, grad_outputs=None, retain_graph=None, *a, **k):
+        try:
+            torch.autograd.backward(outputs, grad_outputs, retain_graph=True)
+        except RuntimeError:
+            pass  # the real call raises it again
+        return original(outputs, inputs, grad_outputs, retain_graph, *a, **k)
+
+    torch.autograd.grad = grad
+
+
+@plant(
+    "grad_assign_unchecked",
+    "grad.assign_checks",
+    "x.grad = g of another shape or dtype is silently ignored instead of refused",
+)
+def _():
+    def setter(put):
+        def set_grad(self, value):
+            try:
+                put(self, value)
+            except RuntimeError as error:
+                if "attempting to assign a gradient" not in str(error):
+                    raise
+
+        return set_grad
+
+    _replace_property("grad", setter=setter)
+
+
 # --- crashes, hangs and the suite's own errors (issue 13, issue 9 item 4) ------
 # These break no rule: they take the process down, hang, or break the suite's
 # own code, each only for some inputs. `breaks` names the test that must

@@ -56,6 +56,12 @@ def test_oracle_agrees_with_torch_on_a_corpus_of_generated_chains():
     # the corpus exercises the model broadly, not one corner of it
     for op in ("leaf", "clone", "detach", "data", "copy_", "backward", "add_", "mul", "exp"):
         assert seen[op] > 0, f"no scenario used {op}"
+    # and the wider view surface: windows, reorderings, multi-output views
+    for op in ("narrow", "unfold", "movedim", "split_k", "unbind_k", "chunk_k", "tensor_split_k"):
+        assert seen[op] > 0, f"no scenario used {op}"
+    # and the writes at indexed positions
+    for op in ("setitem_t", "index_put_", "masked_fill_", "index_add_", "index_copy_", "scatter_"):
+        assert seen[op] > 0, f"no scenario used {op}"
 
 
 def _leaf(values, dtype="float32", requires_grad=False) -> Step:
