@@ -384,8 +384,9 @@ class Engine:
         with np.errstate(all="ignore"):
             values = spec.fwd([op_values(x.values(), x.dtype) for x in ts], p, t.dtype)
         self._write(t, values)
-        if need:
-            self._rebase(t, self._node(spec, ts, p, edges, {}, t))
+        if need:  # each saves its index (or mask) tensor: a second backward raises
+            saved = {"index": Saved(new_tensor(np.zeros(1), "int64", (1,)), copy=True)}
+            self._rebase(t, self._node(spec, ts, p, edges, saved, t))
         return None if not spec.returns else t
 
     def _op_copy_(self, spec: OpSpec, ts: list, p: tuple, fill: bool = False) -> OTensor:

@@ -4,7 +4,8 @@ index_put_, masked_fill_, index_add_, index_copy_ and scatter_.
 Each is (forward, backward): forward(self, source, params) gives self's new
 values; backward(g, params, source shape) gives (gradient to self's old values,
 gradient to the source). None of them saves self or the source, only indices
-(tools/autograd/derivatives.yaml), so no later write can break their backward.
+(tools/autograd/derivatives.yaml), so no later write can break their backward,
+but a second backward without retain_graph raises.
 Indices are Python lists (the torch call wraps them in a LongTensor) and, where
 a repeated index would leave torch's result unspecified, they are distinct.
 """

@@ -18,7 +18,7 @@ import numpy as np
 
 from .errors import ErrorKind, OracleError
 from .geometry import Shape, numel
-from .views import Geom, permute, transpose, view, wrap_dim
+from .views import Geom, infer_shape, permute, transpose, view, wrap_dim
 
 INDEX, SHAPE = ErrorKind.INDEX_OUT_OF_RANGE, ErrorKind.INVALID_SHAPE
 
@@ -83,7 +83,8 @@ def movedim(shape: Shape, strides: Shape, offset: int, source: int, destination:
 
 def unflatten(shape: Shape, strides: Shape, offset: int, dim: int, sizes: tuple) -> Geom:
     d = wrap_dim(dim, len(shape))
-    return view(shape, strides, offset, shape[:d] + tuple(sizes) + shape[d + 1 :])
+    sizes = infer_shape(tuple(sizes), shape[d])  # -1 is inferred from this dim alone
+    return view(shape, strides, offset, shape[:d] + sizes + shape[d + 1 :])
 
 
 def unfold(shape: Shape, strides: Shape, offset: int, dim: int, size: int, step: int) -> Geom:

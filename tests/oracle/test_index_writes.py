@@ -89,3 +89,20 @@ def test_indexed_writes_into_a_grad_leaf_raise_and_on_expanded_memory_raise():
         (0, [0, 1]),
     )
     eng.call("masked_fill_", [wide], ([[True, True]] * 3, 0.0))  # masked_fill_ only warns
+
+
+def test_a_second_backward_through_an_indexed_write_raises():
+    # each saves its index (or mask) tensor, which the first backward frees
+    eng = Engine()
+    root = eng.leaf(X, "float64", True)
+    base = eng.call("mul_s", [root], (1.0,))
+    eng.call("masked_fill_", [base], ([[True, False]] * 3, 0.0))
+    one = eng.leaf(np.ones(X.shape), "float64")
+    eng.call("backward_g", [base, one], (False,))
+    raises(ErrorKind.BACKWARD_TWICE, eng.call, "backward_g", [base, one], (False,))
+
+
+def test_unflatten_infers_minus_one_from_its_dim_alone():
+    eng = Engine()
+    empty = eng.leaf(np.zeros((3, 0)), "float64")
+    assert eng.call("unflatten", [empty], (-2, (-1, 3))).shape == (1, 3, 0)
