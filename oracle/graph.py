@@ -213,9 +213,10 @@ def _leads_to(root: Node | Accumulator, target: object) -> set[int]:
     def visit(n: object) -> bool:
         if id(n) not in memo:
             memo[id(n)] = n is target
-            memo[id(n)] = n is target or any(
-                visit(e) for e in getattr(n, "edges", ()) if e is not None
-            )
+            # every edge is visited (no short circuit): a node past the first
+            # edge that reaches target may lead there too, and must run
+            reached = [visit(e) for e in getattr(n, "edges", ()) if e is not None]
+            memo[id(n)] = n is target or any(reached)
         return memo[id(n)]
 
     visit(root)

@@ -112,6 +112,18 @@ FALSE_ALARMS = {
         ),
         Step("backward_g", (3, 4), (False,)),
     ],
+    # torch.autograd.grad sums every path to its input: t0 / t0.clone().squeeze(0)
+    # has one direct edge to t0 and one through squeeze and clone, and its
+    # gradient is 0; the model once pruned the second path and said 1 / t0
+    # (the ci profile's seed 0)
+    "autograd.grad along two paths": [
+        _leaf([[2.0, -4.0, 0.5]], requires_grad=True),
+        Step("clone", (0,)),
+        Step("squeeze", (1,), (0,)),
+        Step("div", (0, 2)),
+        _leaf([[1.0, 1.0, 1.0]]),
+        Step("autograd_grad", (3, 0, 4), (False,)),
+    ],
 }
 
 

@@ -93,3 +93,15 @@ def test_assigning_grad_checks_shape_and_dtype_then_accumulates():
     eng.call("set_grad", [x, _leaf(eng, [10.0, 20.0], False)])
     eng.call("backward", [eng.call("sum", [eng.call("mul_s", [x], (3.0,))])], (False,))
     np.testing.assert_array_equal(x.grad, [13.0, 23.0])
+
+
+def test_every_path_to_the_input_is_summed():
+    # t0 / t0.clone().squeeze(0): one path to t0 is a direct edge, the other
+    # runs through squeeze and clone; torch sums both (d(x/x)/dx = 0). A
+    # search that stopped at the first edge reaching t0 pruned the second
+    # path and predicted 1 / x (the ci profile's false alarm).
+    eng = Engine()
+    x = _leaf(eng, [[2.0, 4.0]])
+    quotient = eng.call("div", [x, eng.call("squeeze", [eng.call("clone", [x])], (0,))])
+    g = eng.call("autograd_grad", [quotient, x, _leaf(eng, [[1.0, 1.0]], False)], (False,))
+    np.testing.assert_array_equal(g.values(), [[0.0, 0.0]])
