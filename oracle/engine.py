@@ -372,11 +372,13 @@ class Engine:
 
     def _op_index_write(self, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:
         """index_put_, masked_fill_, index_add_...: an in-place op whose source fills
-        some of self's elements; nothing of self or the source is saved."""
+        some of self's elements; self is never saved, the source as the row says."""
         t = ts[0]
         need = self._needs_grad(ts) and differentiable(t.dtype)
         self._check_inplace(t, need)
         edges = [x.edge() for x in ts] if need else None
+        # torch's autograd wrapper saves the operands before the kernel checks them
+        saved = self._saves(spec, ts, p, edges, (False, False)) if need else {}
         if spec.overlap_check:
             self._check_write(t, None)
         elif geo.has_internal_overlap(t.shape, t.strides):  # which write lands last: unknown
@@ -385,7 +387,7 @@ class Engine:
             values = spec.fwd([op_values(x.values(), x.dtype) for x in ts], p, t.dtype)
         self._write(t, values)
         if need:  # each saves its index (or mask) tensor: a second backward raises
-            saved = {"index": Saved(new_tensor(np.zeros(1), "int64", (1,)), copy=True)}
+            saved["index"] = Saved(new_tensor(np.zeros(1), "int64", (1,)), copy=True)
             self._rebase(t, self._node(spec, ts, p, edges, saved, t))
         return None if not spec.returns else t
 

@@ -3,9 +3,10 @@ index_put_, masked_fill_, index_add_, index_copy_ and scatter_.
 
 Each is (forward, backward): forward(self, source, params) gives self's new
 values; backward(g, params, source shape) gives (gradient to self's old values,
-gradient to the source). None of them saves self or the source, only indices
-(tools/autograd/derivatives.yaml), so no later write can break their backward,
-but a second backward without retain_graph raises.
+gradient to the source). None of them saves self; index_add_ and index_copy_
+save the source when it requires grad (their formulas `expand_as(source)`, in
+tools/autograd/derivatives.yaml), so a later write to it makes backward raise;
+every one saves its indices, so a second backward without retain_graph raises.
 Indices are Python lists (the torch call wraps them in a LongTensor) and, where
 a repeated index would leave torch's result unspecified, they are distinct.
 """

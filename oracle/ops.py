@@ -611,6 +611,9 @@ for _n, (_tpl, _p, _f, _b, _arity) in index_ops.ROWS.items():
         dtypes=FCI if _n == "index_add_" else ALL,
         # index_put_ does not look; masked_fill_ only warns on expanded memory
         overlap_check=_n in ("index_add_", "index_copy_", "scatter_"),
+        # index_add_ and index_copy_ save the source for its gradient's shape
+        # (`expand_as(source)`), when the source requires grad (measured)
+        saves=("other_if_other_requires_grad",) if _n in ("index_add_", "index_copy_") else (),
         param_kinds=("custom",) * len(_p),
         fwd=lambda xs, p, dt, f=_f: f(xs[0], xs[1] if len(xs) > 1 else None, p),
         bwd=lambda g, sv, p, n, s, b=_b: list(b(g, p, s[-1]))[: len(s)],

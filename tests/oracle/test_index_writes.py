@@ -102,6 +102,32 @@ def test_a_second_backward_through_an_indexed_write_raises():
     raises(ErrorKind.BACKWARD_TWICE, eng.call, "backward_g", [base, one], (False,))
 
 
+# which indexed writes save their source (measured on torch 2.13.0: a write to
+# the source after the op makes backward raise only for these two, and only
+# when the source requires grad)
+SAVES_SOURCE = {"index_add_": True, "index_copy_": True, "index_put_": False, "scatter_": False}
+
+
+@pytest.mark.parametrize("op", sorted(SAVES_SOURCE))
+@pytest.mark.parametrize("self_requires_grad", [False, True])
+def test_a_write_to_the_source_breaks_backward_where_the_source_is_saved(op, self_requires_grad):
+    params = {"index_add_": (0, [2, 0]), "index_copy_": (0, [2, 0]), "index_put_": ([2, 0],)}
+    params["scatter_"] = (0, [[2, 0], [0, 1], [1, 2]])
+    eng = Engine()
+    x = eng.leaf(X, "float64", self_requires_grad)
+    if self_requires_grad:
+        x = eng.call("mul_s", [x], (1.0,))
+    src = eng.call("mul_s", [eng.leaf(V if op != "scatter_" else X, "float64", True)], (1.0,))
+    eng.call(op, [x, src], params[op])
+    with eng.no_grad():
+        eng.call("mul_s_", [src], (2.0,))
+    one = eng.leaf(np.ones(X.shape), "float64")
+    if SAVES_SOURCE[op]:
+        raises(ErrorKind.SAVED_TENSOR_MODIFIED, eng.call, "backward_g", [x, one], (False,))
+    else:
+        eng.call("backward_g", [x, one], (False,))
+
+
 def test_unflatten_infers_minus_one_from_its_dim_alone():
     eng = Engine()
     empty = eng.leaf(np.zeros((3, 0)), "float64")
