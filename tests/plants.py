@@ -1440,38 +1440,113 @@ def _():
 # --- the wider autograd surface (issue 10): view ops ---------------------------------
 
 
+# The in-place methods the property tests and the differential call (the
+# oracle's in-place rows, the write table's, and setitem).
+_WRITE_METHODS = ("__setitem__", "abs_", "add_", "clamp_", "copy_", "div_", "exp_", "fill_")
+_WRITE_METHODS += ("index_add_", "index_copy_", "index_put_", "masked_fill_", "mul_", "neg_")
+_WRITE_METHODS += ("relu_", "scatter_", "sigmoid_", "sin_", "sub_", "tanh_", "zero_")
+
+
+def _creation_meta(t):
+    """The view's CreationMeta, or None where t is no differentiable view."""
+    try:
+        return _torch()._C._autograd._get_creation_meta(t)
+    except RuntimeError:
+        return None
+
+
+def _set_creation_meta(t, meta) -> None:
+    _torch()._C._autograd._set_creation_meta(t, meta)
+
+
+def _after_writes(hook: Callable[[object], None]) -> None:
+    """Run hook(written tensor) after each of the write methods."""
+
+    def make(orig):
+        def write(self, *a, **k):
+            out = orig(self, *a, **k)
+            hook(self)
+            return out
+
+        return write
+
+    for name in _WRITE_METHODS:
+        _replace(name, make)
+
+
 @plant(
     "unbind_outputs_ordinary@multi_output",
     "view.multi_output_base_written_raises",
-    "x.unbind(d) is made of select()s: ordinary views, whose grad_fn is regenerated after a write",
+    "an output of x.unbind(d) whose memory was written becomes an ordinary view: its grad_fn"
+    " is regenerated instead of refused (in-place ops on it are still refused before that)",
 )
 def _():
+    outputs = _Registry()  # unbind's outputs themselves -> their version when made
+    metas = _torch()._C._autograd.CreationMeta
+    ordinary = metas.DEFAULT
+
     def make(orig):
+        # select()s marked as multi-output views: torch regenerates the
+        # grad_fn of a view only for its first output (output_nr 0)
         def unbind(self, dim=0):
-            return tuple(self.select(dim, i) for i in range(self.shape[dim]))
+            if self.dim() == 0:
+                return orig(self, dim)
+            pieces = tuple(self.select(dim, i) for i in range(self.shape[dim]))
+            for piece in pieces:
+                if _creation_meta(piece) == ordinary:
+                    _set_creation_meta(piece, metas.MULTI_OUTPUT_NODE)
+                outputs.put(piece, piece._version)
+            return pieces
 
         return unbind
 
     _replace("unbind", make)
 
+    def demote_stale(written) -> None:
+        for piece, version in outputs.items():
+            if piece._version != version and _creation_meta(piece) not in (None, ordinary):
+                _set_creation_meta(piece, ordinary)
+
+    _after_writes(demote_stale)
+
 
 @plant(
     "split_outputs_writable@one_view_op",
     "view.multi_output_inplace_raises",
-    "x.split(n, d) is made of narrow()s (split alone: chunk and unbind keep the rule)",
+    "in-place ops in grad mode on an output of x.split(n, d) itself are allowed and rebased like"
+    " an ordinary view's (chunk, unbind and views of the outputs keep the rule)",
 )
 def _():
-    def make(orig):
-        def split(self, split_size, dim=0):
-            if not isinstance(split_size, int) or self.dim() == 0:
-                return orig(self, split_size, dim)
-            n = self.shape[dim]
-            starts = range(0, n, split_size) if n else [0]
-            return tuple(self.narrow(dim, s, min(split_size, n - s)) for s in starts)
+    torch = _torch()
+    outputs = _Registry()
+    ordinary = torch._C._autograd.CreationMeta.DEFAULT
+
+    def make_split(orig):
+        def split(self, *a, **k):
+            pieces = orig(self, *a, **k)
+            for piece in pieces:
+                outputs.put(piece, True)
+            return pieces
 
         return split
 
-    _replace("split", make)
+    _replace("split", make_split)
+
+    def writable(orig):
+        def write(self, *a, **k):
+            meta = _creation_meta(self) if torch.is_grad_enabled() and outputs.get(self) else None
+            if meta is None:
+                return orig(self, *a, **k)
+            _set_creation_meta(self, ordinary)
+            try:
+                return orig(self, *a, **k)
+            finally:  # a later write to the base still makes it stale, as torch's are
+                _set_creation_meta(self, meta)
+
+        return write
+
+    for name in _WRITE_METHODS:
+        _replace(name, writable)
 
 
 @plant(
@@ -1565,7 +1640,9 @@ def _():
 
     def make(orig):
         def index_copy_(self, dim, index, source):
-            if not (torch.is_grad_enabled() and (self.requires_grad or source.requires_grad)):
+            # only where x is in the graph already: x still comes to require
+            # grad from a source that does (grad.requires_grad_propagates)
+            if not (torch.is_grad_enabled() and self.requires_grad):
                 return orig(self, dim, index, source)
             new = orig(self.detach().clone(), dim, index, source.detach())
             return self.add_(new - self.detach())
