@@ -14,7 +14,7 @@ from conformance.writes import writes_for
 from strategies.dtypes import arrays, elements
 from strategies.layouts import WRITABLE_LAYOUTS
 from strategies.tensors import TORCH_DTYPES
-from strategies.views import views
+from strategies.views import every_view, views
 
 
 def _view(ex: Example, x, writable: bool = False, label: str = "view"):
@@ -50,6 +50,15 @@ def test_view_shares_storage_and_version(device, data):
             after[0] == after[1] and after[0] > before[0],
             f"{write} through the {target} of {view} moved (base, view) versions "
             f"{before} -> {after}",
+        )
+    # and at creation, every other view op that applies
+    shape, contiguous = x.shape, x.tensor.is_contiguous()
+    for other in ex.draw(every_view(shape, contiguous, writable=True), "every view op"):
+        w = other(x.tensor)
+        expect(
+            "view.shares_storage_and_version",
+            shares_storage(w, x.tensor) and w._version == x.tensor._version,
+            f"{other} has its own storage or version counter",
         )
 
 

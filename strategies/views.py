@@ -402,13 +402,28 @@ def views(
     `multi_output=False` the outputs of unbind, split, split_with_sizes and
     chunk (autograd refuses in-place ops on them in grad mode).
     """
-    ops = [
+    ops = _fitting(shape, contiguous, writable, multi_output)
+    return st.sampled_from(ops).flatmap(
+        lambda op: op.args(shape).map(lambda args: DrawnView(op, args))
+    )
+
+
+def every_view(
+    shape: Shape, contiguous: bool, writable: bool = False, multi_output: bool = True
+) -> st.SearchStrategy[tuple[DrawnView, ...]]:
+    """One view per view op that applies (arguments drawn for each), as `views`
+    selects them: for the rules every view op must keep. Hypothesis favours the
+    first of a sampled list, so a rule checked on one drawn view at a time can
+    miss a single op's fault in a hundred examples."""
+    ops = _fitting(shape, contiguous, writable, multi_output)
+    return st.tuples(*(op.args(shape).map(lambda args, op=op: DrawnView(op, args)) for op in ops))
+
+
+def _fitting(shape: Shape, contiguous: bool, writable: bool, multi_output: bool) -> list:
+    return [
         op
         for op in VIEW_OPS
         if op.applies(shape, contiguous)
         and not (writable and op.overlapping)
         and (multi_output or not op.multi_output)
     ]
-    return st.sampled_from(ops).flatmap(
-        lambda op: op.args(shape).map(lambda args: DrawnView(op, args))
-    )
