@@ -56,6 +56,9 @@ ERROR_CLASSES: dict[str, tuple[str, ...]] = {
     "DETACH_VIEW_INPLACE": ("Can't detach views in-place",),
     "INFERENCE_VERSION": ("Inference tensors do not track version counter",),
     "INFERENCE_SAVED": ("Inference tensors cannot be saved for backward",),
+    "MULTI_OUTPUT_VIEW_INPLACE": ("returns multiple views",),
+    "INPUT_NO_GRAD": ("One of the differentiated Tensors does not require grad",),
+    "GRAD_ASSIGN_MISMATCH": ("attempting to assign a gradient", "assigned grad has data of a"),
 }
 
 

@@ -83,6 +83,16 @@ _NO_GRAD_DOC = "torch/autograd/grad_mode.py (no_grad)"
 _DTYPES_DOC = "torch/autograd/__init__.py"
 _INFERENCE_DOC = "torch/autograd/grad_mode.py (inference_mode)"
 _SCHEMA_README = "aten/src/ATen/native/README.md (func: Annotations)"
+_INDEX_PUT_SENTENCE = (
+    "Puts values from the tensor values into the tensor self using the indices specified in "
+    "indices (which is a tuple of Tensors). The expression tensor.index_put_(indices, values) "
+    "is equivalent to tensor[indices] = values. Returns self."
+)
+_MULTI_OUTPUT_SOURCE = (
+    "torch/csrc/autograd/variable.cpp (handle_view_on_rebase); an error since torch 1.9 "
+    "(pytorch/pytorch#56093, which ended the deprecation begun in 1.7: a UserWarning "
+    "'Inplace operators on such views are being deprecated' in 1.7 and 1.8)"
+)
 
 CATALOGUE: tuple[Invariant, ...] = (
     # clone
@@ -603,6 +613,64 @@ CATALOGUE: tuple[Invariant, ...] = (
         "This function accumulates gradients in the leaves - you might need to zero .grad "
         "attributes or set them to None before calling it.",
         _BACKWARD_DOC,
+    ),
+    # --- the wider autograd surface (issue 10): multi-output views --------------------
+    Invariant(
+        "view.multi_output_inplace_raises",
+        "An in-place op that autograd records, on an output of unbind, split, "
+        "split_with_sizes or chunk (or on a view of one), raises; the outputs of "
+        "tensor_split, hsplit and vsplit are ordinary views and may be written.",
+        "This view is the output of a function that returns multiple views. Such functions "
+        "do not allow the output views to be modified inplace. You should replace the inplace "
+        "operation by an out-of-place one.",
+        _MULTI_OUTPUT_SOURCE,
+        ">=1.9",
+    ),
+    Invariant(
+        "view.multi_output_base_written_raises",
+        "Once an output of unbind, split, split_with_sizes or chunk of a tensor that requires "
+        "grad, or its base, has been written in place, reading its grad_fn raises.",
+        "Output 0 of UnbindBackward0 is a view and its base or another view of its base has "
+        "been modified inplace. This view is the output of a function that returns multiple "
+        "views.",
+        _MULTI_OUTPUT_SOURCE,
+        ">=1.9",
+    ),
+    # --- the wider autograd surface (issue 10): writes at indexed positions ------------
+    Invariant(
+        "index.writes_in_place",
+        "An indexed write (x[i] = v with a tensor index, index_put_, masked_fill_, "
+        "index_add_, index_copy_, scatter_) changes exactly the indexed elements of x, in "
+        "x's own memory, and returns x itself.",
+        _INDEX_PUT_SENTENCE,
+        "torch/_tensor_docs.py (Tensor.index_put_)",
+    ),
+    Invariant(
+        "index.grad_to_source",
+        "Gradient through an indexed write reaches the source from the elements it wrote, and "
+        "the overwritten elements of x get none (index_add_ adds, so x gets all of it).",
+        _INDEX_PUT_SENTENCE,
+        "tools/autograd/derivatives.yaml (index_put, index_copy, index_add, scatter.src, "
+        "masked_fill.Scalar)",
+    ),
+    # --- the wider autograd surface (issue 10): gradient APIs ----------------------------
+    Invariant(
+        "grad.autograd_grad_returns",
+        "torch.autograd.grad(y, x, g) returns the gradient of y with respect to x (None, with "
+        "allow_unused, where y does not depend on x) and changes no tensor's .grad; an x that "
+        "does not require grad raises.",
+        "Compute and return the sum of gradients of outputs with respect to the inputs. [...] "
+        "To accumulate gradient for other parts of the graph, please use "
+        "torch.autograd.backward.",
+        "torch/autograd/__init__.py (torch.autograd.grad)",
+    ),
+    Invariant(
+        "grad.assign_checks",
+        "Assigning x.grad a tensor of another shape, dtype or device raises; a matching one "
+        "becomes x.grad, and later backward calls add to it.",
+        "attempting to assign a gradient of size '[3, 2]' to a tensor of size '[2, 3]'. Please "
+        "ensure that the gradient and the tensor are the same size",
+        "torch/csrc/autograd/python_variable.cpp (THPVariable_set_grad)",
     ),
 )
 

@@ -14,7 +14,7 @@ from conformance.writes import writes_for
 from strategies.dtypes import arrays, elements
 from strategies.layouts import WRITABLE_LAYOUTS
 from strategies.tensors import TORCH_DTYPES
-from strategies.views import views
+from strategies.views import every_view, views
 
 
 def _view(ex: Example, x, writable: bool = False, label: str = "view"):
@@ -50,6 +50,15 @@ def test_view_shares_storage_and_version(device, data):
             after[0] == after[1] and after[0] > before[0],
             f"{write} through the {target} of {view} moved (base, view) versions "
             f"{before} -> {after}",
+        )
+    # and at creation, every other view op that applies
+    shape, contiguous = x.shape, x.tensor.is_contiguous()
+    for other in ex.draw(every_view(shape, contiguous, writable=True), "every view op"):
+        w = other(x.tensor)
+        expect(
+            "view.shares_storage_and_version",
+            shares_storage(w, x.tensor) and w._version == x.tensor._version,
+            f"{other} has its own storage or version counter",
         )
 
 
@@ -122,9 +131,11 @@ def test_inplace_on_view_updates_base_history(device, data):
     root_values = ex.draw(arrays(dtype, shape), "root values")
     root = torch.tensor(root_values, dtype=TORCH_DTYPES[dtype], device=device, requires_grad=True)
     base = root * 1
-    earlier = ex.draw(views(shape, True), "view taken before the write")
+    earlier = ex.draw(views(shape, True, multi_output=False), "view taken before the write")
     u = earlier(base)
-    written = ex.draw(views(shape, True, writable=True), "view written in place")
+    written = ex.draw(
+        views(shape, True, writable=True, multi_output=False), "view written in place"
+    )
     name, apply, local_grad = ex.draw(st.sampled_from(_INPLACE_ON_VIEW), "in-place op")
     scalar = ex.draw(elements(dtype), "scalar")
     apply(written(base), scalar)

@@ -109,6 +109,33 @@ def _index_fill(t: torch.Tensor, v: object) -> torch.Tensor:
     return t.index_fill_(0, torch.zeros(1, dtype=torch.long, device=t.device), v)
 
 
+def _rows(t: torch.Tensor) -> torch.Tensor:
+    return torch.zeros(1, dtype=torch.long, device=t.device)
+
+
+def _setitem_tensor(t: torch.Tensor, v: object) -> None:
+    if t.dim() == 0 or t.shape[0] == 0:
+        t.fill_(v)
+    else:
+        t[_rows(t)] = v  # advanced indexing: index_put_
+
+
+def _by_rows(name: str) -> Callable[[torch.Tensor, object], object]:
+    """t.<name>(0, [0], a row of v): index_add_, index_copy_; scatter_ with a zero index."""
+
+    def apply(t: torch.Tensor, v: object) -> object:
+        if t.dim() == 0 or t.shape[0] == 0:
+            return t.fill_(v)
+        row = torch.full((1, *t.shape[1:]), v, dtype=t.dtype, device=t.device)
+        if name == "scatter_":
+            return t.scatter_(0, torch.zeros(row.shape, dtype=torch.long, device=t.device), row)
+        if name == "index_put_":
+            return t.index_put_((_rows(t),), row)
+        return getattr(t, name)(0, _rows(t), row)
+
+    return apply
+
+
 # Every in-place op, for the rules that hold of all of them (the version
 # counter moves), whatever values they leave.
 BUMPS: tuple[Write, ...] = WRITES + tuple(
@@ -127,6 +154,11 @@ BUMPS: tuple[Write, ...] = WRITES + tuple(
         ("index_fill_(0, [0], v)", _index_fill, _ALL),
         ("copy_(zeros(last dim, float64))", _copy_tensor, _ALL),
         ("clamp_(-1, 1)", lambda t, v: t.clamp_(-1, 1), _REAL),
+        ("t[tensor([0])] = v", _setitem_tensor, _ALL),
+        ("index_put_((tensor([0]),), row)", _by_rows("index_put_"), _ALL),
+        ("index_add_(0, tensor([0]), row)", _by_rows("index_add_"), _NUMERIC),
+        ("index_copy_(0, tensor([0]), row)", _by_rows("index_copy_"), _ALL),
+        ("scatter_(0, zeros, row)", _by_rows("scatter_"), _ALL),
     )
 )
 

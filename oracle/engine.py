@@ -262,9 +262,11 @@ class Engine:
         else:  # view ops record their node before the kernel checks (contiguous reshape: view)
             edge()
             geom = spec.geom(t.shape, t.strides, t.offset, *p)
-        return self._view_result(spec.name, t, geom, edge())
+        return self._view_result(spec.name, t, geom, edge(), spec.multi_output)
 
-    def _view_result(self, name: str, t: OTensor, geom: tuple, edges: list | None) -> OTensor:
+    def _view_result(
+        self, name: str, t: OTensor, geom: tuple, edges: list | None, multi: bool = False
+    ) -> OTensor:
         shape, strides, offset, back = geom
         node = None
         if edges is not None:
@@ -281,7 +283,14 @@ class Engine:
             v.inference = v.counterless = True
             return v
         v.base = t.base if t.base is not None else t
-        v.no_grad_view = (t.base is not None and t.no_grad_view) or not self.grad_enabled
+        # torch's CreationMeta: made under no_grad (so is one output of several views
+        # of a tensor that does not require grad), or one output of several; a view
+        # of a view inherits its base view's unless it has its own
+        fresh_no_grad = not self.grad_enabled or (multi and not t.requires_grad)
+        fresh_multi = multi and not fresh_no_grad
+        inherit = t.base is not None and not (fresh_no_grad or fresh_multi)
+        v.no_grad_view = fresh_no_grad or (inherit and t.no_grad_view)
+        v.multi_output = fresh_multi or (inherit and t.multi_output)
         v.attr_version, v._fn = t.counter.value, node
         return v
 
@@ -293,6 +302,8 @@ class Engine:
         if t.base is not None:
             if t.no_grad_view:
                 raise OracleError(ErrorKind.NO_GRAD_VIEW_INPLACE, "created in no_grad mode")
+            if t.multi_output:
+                raise OracleError(ErrorKind.MULTI_OUTPUT_VIEW_INPLACE)
             if t.requires_grad and t.base._fn is None:
                 raise OracleError(ErrorKind.INPLACE_ON_LEAF_VIEW)
         if t.requires_grad and t._fn is None:
@@ -301,6 +312,10 @@ class Engine:
     def _check_write(self, t: OTensor, src: OTensor | None) -> None:
         if geo.has_internal_overlap(t.shape, t.strides):
             raise OracleError(ErrorKind.OVERLAPPING_WRITE)
+        if not geo.is_dense(t.shape, t.strides):  # unfold, as_strided: torch does not check
+            mine = graph.flat_index(t.offset, t.shape, t.strides)
+            if np.unique(mine).size < mine.size:
+                self.undefined = "a write into a view whose elements overlap, unchecked by torch"
         if src is None or src is t:
             return
         status = geo.overlap_status(_geom(t), _geom(src))
@@ -355,6 +370,27 @@ class Engine:
             self._rebase(t, self._node(spec, ts, p, edges, saves, t))
         return t
 
+    def _op_index_write(self, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:
+        """index_put_, masked_fill_, index_add_...: an in-place op whose source fills
+        some of self's elements; self is never saved, the source as the row says."""
+        t = ts[0]
+        need = self._needs_grad(ts) and differentiable(t.dtype)
+        self._check_inplace(t, need)
+        edges = [x.edge() for x in ts] if need else None
+        # torch's autograd wrapper saves the operands before the kernel checks them
+        saved = self._saves(spec, ts, p, edges, (False, False)) if need else {}
+        if spec.overlap_check:
+            self._check_write(t, None)
+        elif geo.has_internal_overlap(t.shape, t.strides):  # which write lands last: unknown
+            self.undefined = f"{spec.name} into elements that share memory"
+        with np.errstate(all="ignore"):
+            values = spec.fwd([op_values(x.values(), x.dtype) for x in ts], p, t.dtype)
+        self._write(t, values)
+        if need:  # each saves its index (or mask) tensor: a second backward raises
+            saved["index"] = Saved(new_tensor(np.zeros(1), "int64", (1,)), copy=True)
+            self._rebase(t, self._node(spec, ts, p, edges, saved, t))
+        return None if not spec.returns else t
+
     def _op_copy_(self, spec: OpSpec, ts: list, p: tuple, fill: bool = False) -> OTensor:
         t, src = ts
         need = self._needs_grad(ts) and differentiable(t.dtype)
@@ -407,6 +443,32 @@ class Engine:
         self.undefined = "; ".join(run_backward(root, grad, bool(p[0]), list(self._retainers)))
         self.undefined = self.undefined or None
 
+    def _op_autograd_grad(self, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:
+        """torch.autograd.grad(out, inp, g, allow_unused=True)[0]: the gradient of out
+        with respect to inp, computed through the nodes that lead to inp alone; no .grad
+        changes. None where out does not depend on inp."""
+        out, inp, gout = ts
+        if gout.shape != out.shape:
+            raise OracleError(ErrorKind.GRAD_SHAPE_MISMATCH, "Mismatch in shape")
+        if (kind(gout.dtype) == "complex") != (kind(out.dtype) == "complex"):
+            raise OracleError(ErrorKind.GRAD_SHAPE_MISMATCH, "Mismatch in dtype")
+        root = out.edge()
+        if root is None:
+            raise OracleError(ErrorKind.NO_GRAD_FN)
+        if not inp.requires_grad:
+            raise OracleError(ErrorKind.INPUT_NO_GRAD)
+        target = inp.edge()
+        if any(t.retain_node is not None for t in self._retainers):
+            self.undefined = "retain_grad hooks under torch.autograd.grad: not modelled"
+        grad = graph.validate(round_to(gout.values(), out.dtype), graph.target_meta(root))
+        captured = [target]
+        notes = run_backward(root, grad, bool(p[0]), [], capture=captured)
+        self.undefined = self.undefined or "; ".join(notes) or None
+        if len(captured) == 1:
+            return None  # allow_unused: out does not depend on inp
+        g = graph.validate(np.asarray(captured[1]), graph.target_meta(target))
+        return new_tensor(g, inp.dtype, geo.contiguous_strides(np.shape(g)), inp.device)
+
     def _op_requires_grad_(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
         t, flag = ts[0], bool(p[0])
         if t._fn is not None and not flag:  # (the raw field: torch's C++ is_leaf)
@@ -425,6 +487,14 @@ class Engine:
         if t._fn is not None and t.retain_node is None:  # a no-op for (raw) leaves
             t.retain_node = t.grad_fn()
             self._retainers.add(t)
+
+    def _op_set_grad(self, spec: OpSpec, ts: list, p: tuple) -> None:
+        t, g = ts
+        if g.shape != t.shape:
+            raise OracleError(ErrorKind.GRAD_ASSIGN_MISMATCH, f"of size {g.shape} to {t.shape}")
+        if g.dtype != (t.grad_dtype or t.dtype) or g.device != t.device:
+            raise OracleError(ErrorKind.GRAD_ASSIGN_MISMATCH, f"with dtype {g.dtype}")
+        t.grad, t.grad_dtype = g.values(), g.dtype
 
     def _op_zero_grad(self, spec: OpSpec, ts: list, p: tuple) -> None:
         ts[0].grad = None

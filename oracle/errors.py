@@ -34,6 +34,10 @@ class ErrorKind(enum.Enum):
     INFERENCE_SAVED = "Inference tensors cannot be saved for backward"
     INFERENCE_INPLACE = "Inplace update to inference tensor outside InferenceMode"
     INFERENCE_REQUIRES_GRAD = "Setting requires_grad=True on inference tensor outside InferenceMode"
+    # the wider surface (issue 10)
+    MULTI_OUTPUT_VIEW_INPLACE = "This view is the output of a function that returns multiple views"
+    INPUT_NO_GRAD = "One of the differentiated Tensors does not require grad"
+    GRAD_ASSIGN_MISMATCH = "attempting to assign a gradient"
 
 
 # More stable substrings per kind; classify() tries these kinds first, in this order.
@@ -54,6 +58,7 @@ _ALSO = {
         "Expected size for first two dimensions of batch2 tensor",
     ),
     ErrorKind.GRAD_SHAPE_MISMATCH: ("invalid gradient at index", "Mismatch in dtype"),
+    ErrorKind.GRAD_ASSIGN_MISMATCH: ("assigned grad has data of a different",),  # before 2.x
     ErrorKind.INDEX_OUT_OF_RANGE: (
         "out of bounds",
         "too many indices",

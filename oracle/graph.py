@@ -205,20 +205,48 @@ def _copied_into_layout(g: np.ndarray, leaf: OTensor, is_root: bool) -> bool:
     return False
 
 
+def _leads_to(root: Node | Accumulator, target: object) -> set[int]:
+    """The nodes from which `target` can be reached (torch's exec_info for
+    autograd.grad: only these run)."""
+    memo: dict[int, bool] = {}
+
+    def visit(n: object) -> bool:
+        if id(n) not in memo:
+            memo[id(n)] = n is target
+            # every edge is visited (no short circuit): a node past the first
+            # edge that reaches target may lead there too, and must run
+            reached = [visit(e) for e in getattr(n, "edges", ()) if e is not None]
+            memo[id(n)] = n is target or any(reached)
+        return memo[id(n)]
+
+    visit(root)
+    return {k for k, v in memo.items() if v}
+
+
 def run_backward(
-    root: Node | Accumulator, grad: np.ndarray, keep_graph: bool, retainers: list[OTensor]
+    root: Node | Accumulator,
+    grad: np.ndarray,
+    keep_graph: bool,
+    retainers: list[OTensor],
+    capture: list | None = None,
 ) -> list[str]:
     """The engine: run every node reachable from root once all its inputs have arrived,
     highest sequence number first (AccumulateGrad before all). Returns notes on results
-    torch leaves unpredictable (see Engine.undefined)."""
+    torch leaves unpredictable (see Engine.undefined).
+
+    capture=[target] is torch.autograd.grad: only the nodes that lead to target run, the
+    gradient arriving at target is appended to capture, and nothing accumulates."""
+    needed = None if capture is None else _leads_to(root, capture[0])
     notes, deps, stack, seen = [], {}, [root], {id(root)}
     while stack:
         for e in getattr(stack.pop(), "edges", ()):
-            if e is not None:
+            if e is not None and (needed is None or id(e) in needed):
                 deps[id(e)] = deps.get(id(e), 0) + 1
                 if id(e) not in seen:
                     seen.add(id(e))
                     stack.append(e)
+    if needed is not None and id(root) not in needed:
+        return notes
     hooks: dict[int, list[OTensor]] = {}
     for t in retainers:
         if t.retain_node is not None:
@@ -233,6 +261,9 @@ def run_backward(
     while ready:
         node = heapq.heappop(ready)[2]
         g, g_is_root = buffers.pop(id(node)), is_root.pop(id(node))
+        if capture is not None and node is capture[0]:
+            capture.append(g)
+            continue
         if isinstance(node, Accumulator):
             try:
                 _accumulate(node.leaf, g, g_is_root, node.out[1])
@@ -246,7 +277,7 @@ def run_backward(
         if not keep_graph:
             node.release()
         for e, gi in zip(node.edges, grads, strict=True):
-            if e is None:
+            if e is None or (needed is not None and id(e) not in needed):
                 continue
             if gi is not None:
                 same = g_is_root and gi is g and target_meta(e) == node.out

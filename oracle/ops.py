@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import views
+from . import index_ops, view_ops, views
 from .dtypes import REAL_OF, kind, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import (
@@ -55,6 +55,7 @@ class OpSpec:
     overlap_check: bool = True  # in place: refuses overlapping / partially aliased writes
     cross_dtype: bool = False  # t1 may have another dtype than t0
     max_ndim: int | None = None  # operand ranks modelled exactly (matmul: 2)
+    multi_output: bool = False  # one output of an op that returns several views
 
     @property
     def bump(self) -> int:
@@ -308,6 +309,52 @@ for _n, _p, _k, _tpl in [
 ]:
     _row(_n, 1, _p, _tpl, "view", view=True, geom=getattr(views, _n), param_kinds=_k)
 
+# the rest of tensor_view.rst; a multi-output op is one row per call and output
+# index: `x.split(2, 0)[1]` (param kind "custom": drawn per op by the generator)
+_REAL = ("float", "int", "bool")  # H, mH, adjoint of a complex tensor are conj views
+for _n, _p, _tpl, _d, _multi in [
+    ("narrow", ("dim", "start", "length"), "{t0}.narrow({p0}, {p1}, {p2})", ALL, False),
+    ("diagonal", ("offset", "dim1", "dim2"), "{t0}.diagonal({p0}, {p1}, {p2})", ALL, False),
+    ("movedim", ("source", "destination"), "{t0}.movedim({p0}, {p1})", ALL, False),
+    ("swapaxes", ("axis0", "axis1"), "{t0}.swapaxes({p0}, {p1})", ALL, False),
+    ("swapdims", ("dim0", "dim1"), "{t0}.swapdims({p0}, {p1})", ALL, False),
+    ("unflatten", ("dim", "sizes"), "{t0}.unflatten({p0}, {p1})", ALL, False),
+    ("unfold", ("dimension", "size", "step"), "{t0}.unfold({p0}, {p1}, {p2})", ALL, False),
+    ("as_strided", ("size", "stride", "offset"), "{t0}.as_strided({p0}, {p1}, {p2})", ALL, False),
+    ("mT", (), "{t0}.mT", ALL, False),
+    ("T", (), "{t0}.T", ALL, False),
+    ("H", (), "{t0}.H", _REAL, False),
+    ("mH", (), "{t0}.mH", _REAL, False),
+    ("adjoint", (), "{t0}.adjoint()", _REAL, False),
+    ("unbind_k", ("dim", "k"), "{t0}.unbind({p0})[{p1}]", ALL, True),
+    ("split_k", ("size", "dim", "k"), "{t0}.split({p0}, {p1})[{p2}]", ALL, True),
+    (
+        "split_with_sizes_k",
+        ("sizes", "dim", "k"),
+        "{t0}.split_with_sizes({p0}, {p1})[{p2}]",
+        ALL,
+        True,
+    ),
+    ("chunk_k", ("chunks", "dim", "k"), "{t0}.chunk({p0}, {p1})[{p2}]", ALL, True),
+    ("tensor_split_k", ("sections", "dim", "k"), "{t0}.tensor_split({p0}, {p1})[{p2}]", ALL, False),
+    ("hsplit_k", ("sections", "k"), "{t0}.hsplit({p0})[{p1}]", ALL, False),
+    ("vsplit_k", ("sections", "k"), "{t0}.vsplit({p0})[{p1}]", ALL, False),
+]:
+    _geom = {"swapaxes": views.transpose, "swapdims": views.transpose, "H": view_ops.T}
+    _geom.update(mH=view_ops.mT, adjoint=view_ops.mT)
+    _row(
+        _n,
+        1,
+        _p,
+        _tpl,
+        "view",
+        view=True,
+        dtypes=_d,
+        geom=_geom.get(_n) or getattr(view_ops, _n),
+        param_kinds=("custom",) * len(_p),
+        multi_output=_multi,
+    )
+
 for _n, (_f, _s, _g, _d) in UNARY.items():
     _row(
         _n,
@@ -548,3 +595,50 @@ _row(
 )
 _row("retain_grad", 1, (), "{t0}.retain_grad()", "retain_grad", statement=True, returns=False)
 _row("zero_grad", 1, (), "{t0}.grad = None", "zero_grad", statement=True, returns=False)
+
+# writes at indexed positions (index_ops): in place, like the rows above, but
+# the source fills only some of self's elements
+for _n, (_tpl, _p, _f, _b, _arity) in index_ops.ROWS.items():
+    _row(
+        _n,
+        _arity,
+        _p,
+        _tpl,
+        "index_write",
+        inplace=True,
+        statement=_n == "setitem_t",
+        returns=_n != "setitem_t",
+        dtypes=FCI if _n == "index_add_" else ALL,
+        # index_put_ does not look; masked_fill_ only warns on expanded memory
+        overlap_check=_n in ("index_add_", "index_copy_", "scatter_"),
+        # index_add_ and index_copy_ save the source for its gradient's shape
+        # (`expand_as(source)`), when the source requires grad (measured)
+        saves=("other_if_other_requires_grad",) if _n in ("index_add_", "index_copy_") else (),
+        param_kinds=("custom",) * len(_p),
+        fwd=lambda xs, p, dt, f=_f: f(xs[0], xs[1] if len(xs) > 1 else None, p),
+        bwd=lambda g, sv, p, n, s, b=_b: list(b(g, p, s[-1]))[: len(s)],
+    )
+
+# torch.autograd.grad: the gradient is returned, nothing accumulates (None where the
+# output does not depend on the input). It is cloned: whether a returned gradient is
+# the grad_outputs tensor itself, or a view of it, is not documented
+_row(
+    "autograd_grad",
+    3,
+    ("retain_graph",),
+    "[g if g is None else g.clone() for g in "
+    "torch.autograd.grad({t0}, {t1}, {t2}, retain_graph={p0}, allow_unused=True)][0]",
+    "autograd_grad",
+    param_kinds=("bool",),
+)
+# x.grad = g: checked against x's shape, dtype and device; g then is x's .grad
+_row(
+    "set_grad",
+    2,
+    (),
+    "{t0}.grad = {t1}",
+    "set_grad",
+    statement=True,
+    returns=False,
+    cross_dtype=True,
+)

@@ -66,6 +66,7 @@ class OTensor:
         self.retain_node: Node | None = None  # the node holding its retains_grad hook
         self.base: OTensor | None = None  # the root base, for a (differentiable) view
         self.no_grad_view = False  # a view made in no_grad mode (or of such a view)
+        self.multi_output = False  # an output of unbind, split... (or a view of one)
         self.attr_version = 0
         # made under inference_mode (or an alias of such a tensor), and whether it
         # has no version counter at all (the tensor itself and its views)
@@ -116,6 +117,11 @@ class OTensor:
                 raise OracleError(
                     ErrorKind.NO_GRAD_VIEW_INPLACE,
                     "A view was created in no_grad mode and its base ... has been modified inplace",
+                )
+            if self.multi_output:
+                raise OracleError(
+                    ErrorKind.MULTI_OUTPUT_VIEW_INPLACE,
+                    "its base or another view of its base has been modified inplace",
                 )
             from .graph import as_strided_node
 

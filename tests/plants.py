@@ -1437,6 +1437,262 @@ def _():
     _replace("requires_grad_", make)
 
 
+# --- the wider autograd surface (issue 10): view ops ---------------------------------
+
+
+# The in-place methods the property tests and the differential call (the
+# oracle's in-place rows, the write table's, and setitem).
+_WRITE_METHODS = ("__setitem__", "abs_", "add_", "clamp_", "copy_", "div_", "exp_", "fill_")
+_WRITE_METHODS += ("index_add_", "index_copy_", "index_put_", "masked_fill_", "mul_", "neg_")
+_WRITE_METHODS += ("relu_", "scatter_", "sigmoid_", "sin_", "sub_", "tanh_", "zero_")
+
+
+def _creation_meta(t):
+    """The view's CreationMeta, or None where t is no differentiable view."""
+    try:
+        return _torch()._C._autograd._get_creation_meta(t)
+    except RuntimeError:
+        return None
+
+
+def _set_creation_meta(t, meta) -> None:
+    _torch()._C._autograd._set_creation_meta(t, meta)
+
+
+def _after_writes(hook: Callable[[object], None]) -> None:
+    """Run hook(written tensor) after each of the write methods."""
+
+    def make(orig):
+        def write(self, *a, **k):
+            out = orig(self, *a, **k)
+            hook(self)
+            return out
+
+        return write
+
+    for name in _WRITE_METHODS:
+        _replace(name, make)
+
+
+@plant(
+    "unbind_outputs_ordinary@multi_output",
+    "view.multi_output_base_written_raises",
+    "an output of x.unbind(d) whose memory was written becomes an ordinary view: its grad_fn"
+    " is regenerated instead of refused (in-place ops on it are still refused before that)",
+)
+def _():
+    outputs = _Registry()  # unbind's outputs themselves -> their version when made
+    metas = _torch()._C._autograd.CreationMeta
+    ordinary = metas.DEFAULT
+
+    def make(orig):
+        # select()s marked as multi-output views: torch regenerates the
+        # grad_fn of a view only for its first output (output_nr 0)
+        def unbind(self, dim=0):
+            if self.dim() == 0:
+                return orig(self, dim)
+            pieces = tuple(self.select(dim, i) for i in range(self.shape[dim]))
+            for piece in pieces:
+                if _creation_meta(piece) == ordinary:
+                    _set_creation_meta(piece, metas.MULTI_OUTPUT_NODE)
+                outputs.put(piece, piece._version)
+            return pieces
+
+        return unbind
+
+    _replace("unbind", make)
+
+    def demote_stale(written) -> None:
+        for piece, version in outputs.items():
+            if piece._version != version and _creation_meta(piece) not in (None, ordinary):
+                _set_creation_meta(piece, ordinary)
+
+    _after_writes(demote_stale)
+
+
+@plant(
+    "split_outputs_writable@one_view_op",
+    "view.multi_output_inplace_raises",
+    "in-place ops in grad mode on an output of x.split(n, d) itself are allowed and rebased like"
+    " an ordinary view's (chunk, unbind and views of the outputs keep the rule)",
+)
+def _():
+    torch = _torch()
+    outputs = _Registry()
+    ordinary = torch._C._autograd.CreationMeta.DEFAULT
+
+    def make_split(orig):
+        def split(self, *a, **k):
+            pieces = orig(self, *a, **k)
+            for piece in pieces:
+                outputs.put(piece, True)
+            return pieces
+
+        return split
+
+    _replace("split", make_split)
+
+    def writable(orig):
+        def write(self, *a, **k):
+            meta = _creation_meta(self) if torch.is_grad_enabled() and outputs.get(self) else None
+            if meta is None:
+                return orig(self, *a, **k)
+            _set_creation_meta(self, ordinary)
+            try:
+                return orig(self, *a, **k)
+            finally:  # a later write to the base still makes it stale, as torch's are
+                _set_creation_meta(self, meta)
+
+        return write
+
+    for name in _WRITE_METHODS:
+        _replace(name, writable)
+
+
+@plant(
+    "multi_output_grad_fn_regenerated",
+    "view.multi_output_base_written_raises",
+    "a stale output of unbind/split/chunk reads grad_fn None instead of raising",
+)
+def _():
+    def getter(get):
+        def grad_fn(self):
+            try:
+                return get(self)
+            except RuntimeError as error:
+                if "returns multiple views" in str(error):
+                    return None
+                raise
+
+        return grad_fn
+
+    _replace_property("grad_fn", getter=getter)
+
+
+@plant(
+    "unfold_copies@one_view_op",
+    "view.shares_storage_and_version",
+    "x.unfold(d, size, step) returns a copy on new memory",
+)
+def _():
+    def make(orig):
+        def unfold(self, *a, **k):
+            return orig(self, *a, **k).clone()
+
+        return unfold
+
+    _replace("unfold", make)
+
+
+# --- the wider autograd surface (issue 10): writes at indexed positions -----------
+
+
+def _tensor_index(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, _torch().Tensor) and i.dim() > 0 for i in items)
+
+
+@plant(
+    "setitem_tensor_index_no_bump@tensor_index",
+    "version.bumps_on_inplace",
+    "x[idx] = v with a tensor index (index_put_) leaves x's version where it was",
+)
+def _():
+    def make(orig):
+        def setitem(self, index, value):
+            version = self._version
+            orig(self, index, value)
+            if _tensor_index(index):
+                _set_version(self, version)
+
+        return setitem
+
+    _replace("__setitem__", make)
+
+
+@plant(
+    "setitem_tensor_index_into_copy@tensor_index",
+    "index.writes_in_place",
+    "x[idx] = v with a tensor index writes into a copy of x: x keeps its values",
+)
+def _():
+    def make(orig):
+        def setitem(self, index, value):
+            if _tensor_index(index):
+                orig(self.clone(), index, value)
+                with _torch().no_grad():
+                    self.add_(0)  # (the version still moves)
+                return
+            orig(self, index, value)
+
+        return setitem
+
+    _replace("__setitem__", make)
+
+
+@plant(
+    "index_copy_grad_to_self@one_index_op",
+    "index.grad_to_source",
+    "x.index_copy_(d, i, src) passes all of x's gradient to its old values and none to src",
+)
+def _():
+    torch = _torch()
+
+    def make(orig):
+        def index_copy_(self, dim, index, source):
+            # only where x is in the graph already: x still comes to require
+            # grad from a source that does (grad.requires_grad_propagates)
+            if not (torch.is_grad_enabled() and self.requires_grad):
+                return orig(self, dim, index, source)
+            new = orig(self.detach().clone(), dim, index, source.detach())
+            return self.add_(new - self.detach())
+
+        return index_copy_
+
+    _replace("index_copy_", make)
+
+
+# --- the wider autograd surface (issue 10): gradient APIs ---------------------------
+
+
+@plant(
+    "autograd_grad_accumulates",
+    "grad.autograd_grad_returns",
+    "torch.autograd.grad also accumulates into the leaves' .grad, as backward does",
+)
+def _():
+    torch = _torch()
+    original = torch.autograd.grad
+
+    def grad(outputs, inputs, grad_outputs=None, retain_graph=None, *a, **k):
+        try:
+            torch.autograd.backward(outputs, grad_outputs, retain_graph=True)
+        except RuntimeError:
+            pass  # the real call raises it again
+        return original(outputs, inputs, grad_outputs, retain_graph, *a, **k)
+
+    torch.autograd.grad = grad
+
+
+@plant(
+    "grad_assign_unchecked",
+    "grad.assign_checks",
+    "x.grad = g of another shape or dtype is silently ignored instead of refused",
+)
+def _():
+    def setter(put):
+        def set_grad(self, value):
+            try:
+                put(self, value)
+            except RuntimeError as error:
+                if "attempting to assign a gradient" not in str(error):
+                    raise
+
+        return set_grad
+
+    _replace_property("grad", setter=setter)
+
+
 # --- crashes, hangs and the suite's own errors (issue 13, issue 9 item 4) ------
 # These break no rule: they take the process down, hang, or break the suite's
 # own code, each only for some inputs. `breaks` names the test that must

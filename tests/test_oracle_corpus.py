@@ -56,6 +56,12 @@ def test_oracle_agrees_with_torch_on_a_corpus_of_generated_chains():
     # the corpus exercises the model broadly, not one corner of it
     for op in ("leaf", "clone", "detach", "data", "copy_", "backward", "add_", "mul", "exp"):
         assert seen[op] > 0, f"no scenario used {op}"
+    # and the wider view surface: windows, reorderings, multi-output views
+    for op in ("narrow", "unfold", "movedim", "split_k", "unbind_k", "chunk_k", "tensor_split_k"):
+        assert seen[op] > 0, f"no scenario used {op}"
+    # and the writes at indexed positions
+    for op in ("setitem_t", "index_put_", "masked_fill_", "index_add_", "index_copy_", "scatter_"):
+        assert seen[op] > 0, f"no scenario used {op}"
 
 
 def _leaf(values, dtype="float32", requires_grad=False) -> Step:
@@ -105,6 +111,30 @@ FALSE_ALARMS = {
             "float16",
         ),
         Step("backward_g", (3, 4), (False,)),
+    ],
+    # torch.autograd.grad sums every path to its input: t0 / t0.clone().squeeze(0)
+    # has one direct edge to t0 and one through squeeze and clone, and its
+    # gradient is 0; the model once pruned the second path and said 1 / t0
+    # (the ci profile's seed 0)
+    "autograd.grad along two paths": [
+        _leaf([[2.0, -4.0, 0.5]], requires_grad=True),
+        Step("clone", (0,)),
+        Step("squeeze", (1,), (0,)),
+        Step("div", (0, 2)),
+        _leaf([[1.0, 1.0, 1.0]]),
+        Step("autograd_grad", (3, 0, 4), (False,)),
+    ],
+    # index_add_ saves its source when the source requires grad: a write to
+    # the source afterwards makes backward raise (the differential's minimal
+    # chain while it looked for the copy_leaks_grad plant)
+    "index_add_ saves its source": [
+        _leaf(np.ones((3, 2, 3)), requires_grad=True),
+        Step("detach", (0,)),
+        _leaf(np.ones((3, 2, 4)), requires_grad=True),
+        Step("index_add_", (1, 2), (2, [2, 1, 2, 2])),
+        Step("mul_", (2, 2), no_grad=True),
+        _leaf(np.ones((3, 2, 3))),
+        Step("backward_g", (1, 3), (False,)),
     ],
 }
 

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from conformance.differential.index_params import INDEX_WRITES
 from conformance.differential.lockstep import Discrepancy, Run, execute
 from conformance.differential.minimize import same_failure
 from conformance.differential.observe import RAISES
@@ -91,6 +92,9 @@ RAISED = {
     "INFERENCE_REQUIRES_GRAD": "inference.not_saved_for_backward",
     "INFERENCE_VERSION": "inference.no_version_counter",
     "INFERENCE_INPLACE": "inference.no_version_counter",
+    "MULTI_OUTPUT_VIEW_INPLACE": "view.multi_output_inplace_raises",
+    "INPUT_NO_GRAD": "grad.autograd_grad_returns",
+    "GRAD_ASSIGN_MISMATCH": "grad.assign_checks",
 }
 
 
@@ -237,6 +241,8 @@ def attribute(run: Run, d: Discrepancy) -> str:
     if kind == "raise":
         return _raise(f)
     if kind == "identity":
+        if f.step.op in INDEX_WRITES:
+            return "index.writes_in_place"
         return "copy.values_copied" if f.step.op == "copy_" else "ops.inplace_writes_self"
     if kind == "storage_moved":
         if f.step.op == "copy_":
@@ -269,8 +275,22 @@ def attribute(run: Run, d: Discrepancy) -> str:
     return "ops.values"
 
 
+MULTI_OUTPUT_OPS = tuple(name for name, spec in OPS.items() if spec.multi_output)
+
+
+def _multi_output_rule(f: Facts) -> str:
+    """An in-place op on a multi-output view is refused as such; any other use of
+    one whose base was written fails when its grad_fn is regenerated."""
+    op = f.step.op
+    if op != "leaf" and OPS[op].inplace and f.run.oracle_pool[f.step.tensors[0]].multi_output:
+        return "view.multi_output_inplace_raises"
+    return "view.multi_output_base_written_raises"
+
+
 def _raise(f: Facts) -> str:
     expected, actual, op = f.d.expected, f.d.actual, f.step.op
+    if "MULTI_OUTPUT_VIEW_INPLACE" in (expected, actual):
+        return _multi_output_rule(f)
     if expected is not None:
         if expected == "INPLACE_ON_LEAF":
             return "copy.into_grad_leaf_raises" if op == "copy_" else "leaf.inplace_raises"
@@ -346,6 +366,7 @@ def _values(f: Facts, i: int) -> str:
     op = f.origins[i].op
     if f.new_result(i):
         return {
+            "autograd_grad": "grad.autograd_grad_returns",
             "clone": "clone.same_values",
             "detach": "detach.write_visible",
             "data": "data.shares_storage",
@@ -354,6 +375,8 @@ def _values(f: Facts, i: int) -> str:
     if target is None:
         return "ops.out_of_place_new_tensor"
     if target == i:
+        if f.step.op in INDEX_WRITES:
+            return "index.writes_in_place"
         return {"copy_": "copy.values_copied", "set_data": "data.shares_storage"}.get(
             f.step.op, "ops.values"
         )
@@ -380,7 +403,10 @@ def _version(f: Facts, i: int) -> str:
 
 def _autograd_flags(f: Facts, i: int) -> str:
     op = f.step.op
-    theirs = f.run.observed[1][i]
+    ours, theirs = f.run.observed[0][i], f.run.observed[1][i]
+    seen = (getattr(ours, f.d.kind), getattr(theirs, f.d.kind))
+    if RAISES in seen and f.via(i, MULTI_OUTPUT_OPS):  # a stale multi-output view's grad_fn
+        return "view.multi_output_base_written_raises"
     if theirs.requires_grad and theirs.dtype not in GRADED:
         return (
             "dtype.inplace_keeps_int_out_of_graph"
@@ -430,6 +456,10 @@ def _grad(f: Facts, i: int) -> str:
     run, d = f.run, f.d
     before_o = run.previous[0]
     ours, theirs = run.observed[0][i], run.observed[1][i]
+    if f.step.op == "autograd_grad":  # a .grad that torch.autograd.grad changed
+        return "grad.autograd_grad_returns"
+    if f.step.op == "set_grad":
+        return "grad.assign_checks"
     if theirs.grad is RAISES:
         return "grad.matches_leaf" if ours.is_leaf is True else "grad.leaves_only"
     if ours.grad is None and theirs.grad is not None:
@@ -448,6 +478,8 @@ def _grad(f: Facts, i: int) -> str:
         increment = ours.grad - before_o[i].grad
         if theirs.grad is not None and np.allclose(theirs.grad, increment, equal_nan=True):
             return "grad.accumulates_across_backward"
+    if any(s.op in INDEX_WRITES for s in f.steps[: d.step]):
+        return "index.grad_to_source"
     copies = [(n, s) for n, s in enumerate(f.steps[: d.step]) if s.op == "copy_"]
     if copies:
         # a leaf behind the values copy_ overwrote (what made them, and what

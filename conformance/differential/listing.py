@@ -29,6 +29,8 @@ _SAYS = {
     "requires_grad_": "sets {0}.requires_grad",
     "retain_grad": "{0} will keep its .grad",
     "zero_grad": "{0}.grad = None",
+    "set_grad": "{0}.grad is {1} (checked: shape, dtype, device)",
+    "autograd_grad": "the gradient of {0} with respect to {1}, given {2}; no .grad changes",
 }
 
 
@@ -163,6 +165,16 @@ def _checks(kind: str, tensors: tuple[int, ...], expected, tolerance) -> list[st
         ]
     if kind == "version":
         return [f"assert {t[0]}._version - version_before == {expected!r}, {t[0]}._version"]
+    if kind in ("is_leaf", "has_grad_fn") and expected == "raises":  # a stale view's grad_fn
+        read = f"{t[0]}.is_leaf" if kind == "is_leaf" else f"{t[0]}.grad_fn"
+        return [
+            "try:",
+            f"    {read}",
+            "except RuntimeError:",
+            "    pass",
+            "else:",
+            f"    raise AssertionError('reading {read} did not raise')",
+        ]
     if kind in ("requires_grad", "is_leaf"):
         return [f"assert {t[0]}.{kind} is {expected!r}"]
     if kind == "has_grad_fn":

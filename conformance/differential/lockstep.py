@@ -34,7 +34,7 @@ from strategies.dtypes import LARGEST_FINITE, UNIT_ROUNDOFF
 from strategies.programs import Program, Step
 from strategies.tensors import TORCH_DTYPES
 
-BACKWARD_OPS = ("backward", "backward_g")
+BACKWARD_OPS = ("backward", "backward_g", "autograd_grad")
 # Ops after which torch documents the result's strides.
 STRIDED_ORIGINS = ("leaf", "clone")
 
@@ -47,6 +47,10 @@ def retired_by(step: Step) -> set[int]:
     steals a gradient nobody else holds. Programs give backward a new tensor
     and never touch or compare it again.
     """
+    if step.op == "autograd_grad":  # (its gradient may come back as the result)
+        return {step.tensors[2]}
+    if step.op == "set_grad":  # it is .grad now: backward accumulates into it in place
+        return {step.tensors[1]}
     return {step.tensors[1]} if step.op == "backward_g" else set()
 
 

@@ -1,0 +1,415 @@
+"""A program being grown against the oracle: its pool, its leaves, and single
+ops applied to pool tensors with operands and parameters that fit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from conformance import build
+from conformance.differential.choices import (
+    _BOOLS,
+    _SEEDS,
+    _ints,
+    _one_of,
+    _permutations,
+    _scalars,
+)
+from conformance.differential.index_params import INDEX_WRITES, index_params, source_shape
+from conformance.differential.lockstep import retired_by
+from conformance.differential.view_params import CHOSEN, view_params
+from oracle import OPS, Engine, OracleError, OTensor
+from strategies.dtypes import DTYPES, seeded_values
+from strategies.programs import (
+    Leaf,
+    Step,
+    basic_index,
+    broadcastable_to,
+    expand_shape,
+    indexed_shape,
+    leaf_shape,
+    view_shape,
+)
+
+ALIASES = ("clone", "detach", "data", "detach_", "set_data", "zeros_like")
+WRITES_FROM = ("copy_", "setitem", "setitem_s")  # in-place writes of another tensor's values
+AUTOGRAD = ("requires_grad_", "retain_grad", "zero_grad", "set_grad")
+BACKWARD = ("backward", "backward_g")
+
+
+def _family(name: str) -> str:
+    spec = OPS[name]
+    if name in ALIASES:
+        return "alias"
+    if name in WRITES_FROM:
+        return "copy"
+    if name in AUTOGRAD or name in BACKWARD:
+        return "autograd" if name in AUTOGRAD else "backward"
+    if name in INDEX_WRITES:
+        return "index"
+    if name == "autograd_grad":  # three operands: only its motif makes it
+        return "gradapi"
+    if spec.view:
+        return "view"
+    if spec.inplace:
+        return "inplace"
+    return "math"
+
+
+FAMILIES: dict[str, tuple[str, ...]] = {}
+for _name in OPS:
+    FAMILIES.setdefault(_family(_name), ())
+    FAMILIES[_family(_name)] += (_name,)
+
+# How often each family is drawn: aliasing, writes and backward dominate.
+WEIGHTS = {
+    "leaf": 1,
+    "view": 4,
+    "alias": 4,
+    "copy": 3,
+    "math": 3,
+    "inplace": 4,
+    "index": 2,
+    "backward": 3,
+    "autograd": 2,
+    "motif": 8,
+}
+_CHOICES = tuple(f for f, w in WEIGHTS.items() for _ in range(w))
+MAX_POOL = 14
+
+
+@dataclass
+class Growth:
+    """A program being grown, with the oracle's state after its steps."""
+
+    devices: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    engine: Engine = field(default_factory=lambda: Engine(build.ORACLE_RELEASE))
+    pool: list[OTensor] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    over: bool = False
+    retired: set[int] = field(default_factory=set)  # gradients handed to backward
+    # retain_grad() then detach_() then an in-place op trips an internal assert
+    # in torch 2.13 (see docs/findings.md): such tensors are not detached
+    retained: set[int] = field(default_factory=set)
+
+    def apply(self, step: Step) -> None:
+        """Run a step on the oracle, keep it, and grow the pool."""
+        if self.over:
+            return  # a failed backward ends the program
+        self.steps.append(step)
+        self.retired |= retired_by(step)
+        if step.op == "retain_grad":
+            self.retained.add(step.tensors[0])
+        try:
+            if step.op == "leaf":
+                leaf = step.leaf
+                result = self.engine.leaf(
+                    leaf.values, leaf.dtype, leaf.requires_grad, leaf.device, leaf.inference
+                )
+            else:
+                tensors = [self.pool[i] for i in step.tensors]
+                if step.no_grad:
+                    with self.engine.no_grad():
+                        result = self.engine.call(step.op, tensors, step.params)
+                else:
+                    result = self.engine.call(step.op, tensors, step.params)
+        except OracleError:
+            self.over = step.op in BACKWARD or step.op == "autograd_grad"
+            return
+        if self.engine.undefined:
+            self.over = True
+        if isinstance(result, OTensor) and all(result is not t for t in self.pool):
+            self.pool.append(result)
+
+
+def _leaf(
+    draw,
+    g: Growth,
+    shape=None,
+    dtype=None,
+    device=None,
+    requires_grad=None,
+    nonzero=False,
+    inference=None,
+) -> Step:
+    if dtype is None:
+        # two leaves in three can take part in autograd, when the run has such dtypes
+        graded = tuple(d for d in g.dtypes if DTYPES[d].can_require_grad)
+        dtype = draw(_one_of(graded if graded and draw(_ints(0, 2)) < 2 else g.dtypes))
+    device = device or draw(_one_of(g.devices))
+    if shape is None:
+        shape = draw(leaf_shape)
+    values = seeded_values(dtype, tuple(shape), draw(_SEEDS))
+    if nonzero:
+        values = np.where(values == 0, 1, values).astype(values.dtype)
+    if requires_grad is None:
+        requires_grad = DTYPES[dtype].can_require_grad and draw(_ints(0, 2)) < 2
+    # now and then a tensor made under inference_mode (never one that requires grad)
+    if inference is None:
+        inference = not requires_grad and draw(_ints(0, 11)) == 11
+    return Step("leaf", leaf=Leaf(values, dtype, device, requires_grad, inference))
+
+
+def _pick(draw, g: Growth, fits=lambda t: True) -> int | None:
+    """A pool index whose tensor fits: mostly the latest, so that steps build
+    on each other into chains, else any."""
+    candidates = [i for i, t in enumerate(g.pool) if i not in g.retired and fits(t)]
+    if not candidates:
+        return None
+    if draw(_ints(0, 2)) < 2:
+        return candidates[-1]
+    return candidates[-1 - draw(_ints(0, len(candidates) - 1))]
+
+
+def _kind(t: OTensor) -> str:
+    return DTYPES[t.dtype].kind
+
+
+def _scalar(draw, op: str, name: str, t: OTensor):
+    if op == "pow_s":
+        return draw(_one_of((0, 1, 2, 3)))
+    return draw(_scalars(t.dtype, op.startswith("div_s")))
+
+
+def _params(draw, op: str, t: OTensor) -> tuple | None:
+    """Parameters for `op` on `t`, or None if it has none that fit."""
+    spec, shape, rank = OPS[op], t.shape, len(t.shape)
+    if op in CHOSEN:  # view ops whose arguments depend on each other, or on the rank
+        return view_params(draw, op, t)
+    if op in INDEX_WRITES:
+        return index_params(draw, op, t)
+    if op == "select":
+        live = [d for d in range(rank) if shape[d] > 0]
+        if not live:
+            return None
+        d = draw(_one_of(tuple(live)))
+        return (d, draw(_ints(-shape[d], shape[d] - 1)))
+    if op == "clamp_":
+        lo, hi = sorted([_scalar(draw, op, "min", t), _scalar(draw, op, "max", t)])
+        return (lo, hi)
+    params: list = []
+    for name, kind in zip(spec.params, spec.param_kinds, strict=True):
+        if kind == "index":
+            params.append(draw(basic_index, shape))
+        elif kind == "dim":
+            top = rank if op == "unsqueeze" else rank - 1
+            if top < 0:
+                return None
+            params.append(draw(_ints(0, top)))
+        elif kind == "shape":
+            params.append(draw(expand_shape if op == "expand" else view_shape, shape))
+        elif kind == "dims":
+            params.append(draw(_permutations(rank)))
+        elif kind == "scalar":
+            params.append(_scalar(draw, op, name, t))
+        elif kind == "bool":
+            params.append(draw(_BOOLS))
+        else:
+            return None
+    if op == "t" and rank > 2:
+        return None
+    return tuple(params)
+
+
+def _broadcasts(a: tuple, b: tuple) -> bool:
+    return all(x == y or x == 1 or y == 1 for x, y in zip(reversed(a), reversed(b), strict=False))
+
+
+def _into(src: tuple, dst: tuple) -> bool:
+    return len(src) <= len(dst) and all(
+        s in (1, d) for s, d in zip(reversed(src), reversed(dst), strict=False)
+    )
+
+
+def _mismatched(draw, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """A shape that does not broadcast with `shape`, or None if none is near."""
+    sized = [d for d, n in enumerate(shape) if n != 1]
+    if not sized:
+        return None
+    d = draw(_one_of(tuple(sized)))
+    other = 2 if shape[d] != 2 else 3
+    return shape[:d] + (other,) + shape[d + 1 :]
+
+
+def _nonzero(u: OTensor) -> bool:
+    # a zero divisor gives an infinity whose sign follows the sign of the
+    # zero, which no op promises; divisors are kept away from zero
+    return not np.any(np.abs(u.values()) < 1e-3)
+
+
+def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[Step], int] | None:
+    """The second tensor operand: one from the pool that fits, or a new leaf."""
+    same = dict(dtype=t.dtype, device=t.device)
+
+    def alike(u: OTensor) -> bool:
+        return u.dtype == t.dtype and u.device == t.device
+
+    if op in ("mm", "matmul"):
+        if not 1 <= len(t.shape) <= 2:
+            return None
+        k = t.shape[-1]
+        shape = (k, draw(_ints(1, 3))) if len(t.shape) == 2 or draw(_BOOLS) else (k,)
+
+        def fits(u):
+            return u.shape == shape and alike(u)
+
+        make = dict(shape=shape, **same)
+    elif op == "set_grad":  # always a new tensor: it becomes .grad (see lockstep.retired_by)
+        fits = None
+        make = dict(shape=t.shape, requires_grad=False, inference=False, **same)
+        if not draw(_ints(0, 7)):  # now and then one that must be refused
+            bad = _mismatched(draw, tuple(t.shape)) if t.shape else (2,)
+            make["shape"] = bad or (len(t.shape) + 1) * (2,)
+        elif not draw(_ints(0, 7)):
+            make["dtype"] = draw(_one_of(g.dtypes))
+    elif op in INDEX_WRITES:  # always a new source: it must not alias what it writes
+        fits = None
+        make = dict(shape=source_shape(draw, op, tuple(t.shape), params), **same)
+    elif op == "backward_g":
+        fits = None  # always a new tensor: see lockstep.retired_by
+        make = dict(shape=t.shape, requires_grad=False, **same)
+    elif op in ("copy_", "setitem"):
+        target = t.shape if op == "copy_" else indexed_shape(t.shape, params[0])
+        other_device = op == "copy_"
+        # setitem of a 0-d value goes through fill_, whose backward hands a real
+        # value a complex gradient in torch 2.13 (docs/findings.md): setitem
+        # writes values of the tensor's own dtype, copy_ crosses dtypes
+        own_dtype = op == "setitem"
+        # torch 2.13 lets `x[i] = v` make an integer x require grad when v
+        # does (grad_fn CopySlices): a known failure, not fuzzed here
+        plain = op == "setitem" and not DTYPES[t.dtype].can_require_grad
+
+        def fits(u):
+            return (
+                _into(u.shape, target)
+                and (other_device or u.device == t.device)
+                and not (plain and u.requires_grad)
+                and not (own_dtype and u.dtype != t.dtype)
+            )
+
+        make = dict(shape=draw(broadcastable_to, target))
+        if own_dtype:
+            make["dtype"] = t.dtype
+        if not other_device:
+            make["device"] = t.device
+        if plain:
+            make["requires_grad"] = False
+    elif op == "set_data":
+        # the same shape: after `x.data = y` changes a leaf's shape, whether its
+        # gradient still fits depends on when torch made its accumulator
+
+        def fits(u):
+            return alike(u) and not u.inference and u.shape == t.shape
+
+        make = dict(shape=t.shape, requires_grad=False, inference=False, **same)
+    else:  # pointwise, in place or not
+        divides = op.startswith("div")
+        into = OPS[op].inplace
+
+        def fits(u):
+            shaped = _into(u.shape, t.shape) if into else _broadcasts(u.shape, t.shape)
+            return shaped and alike(u) and not (divides and not _nonzero(u))
+
+        make = dict(shape=draw(broadcastable_to, t.shape), nonzero=divides, **same)
+        if t.shape and not draw(_ints(0, 11)):  # now and then shapes that must not fit
+            bad = _mismatched(draw, tuple(t.shape))
+            if bad is not None:
+                make["shape"] = bad
+                g.apply(_leaf(draw, g, **make))
+                return [], len(g.pool) - 1
+    if op in ("copy_", "setitem", "set_data"):  # writing a tensor into itself shows little
+        own, inner = g.pool.index(t), fits
+        fits = lambda u: u is not g.pool[own] and inner(u)  # noqa: E731
+    # mostly from the pool
+    index = _pick(draw, g, fits) if fits is not None and draw(_ints(0, 3)) else None
+    if index is not None:
+        return [], index
+    return [_leaf(draw, g, **make)], len(g.pool)
+
+
+def _apply_op(
+    draw,
+    g: Growth,
+    op: str,
+    index: int | None = None,
+    other: int | None = None,
+    no_grad: bool | None = None,
+) -> int | None:
+    """Apply `op` to pool tensor `index` (picked if None), with `other` as its
+    second operand when given. Returns the index of its result, or of its
+    operand for ops that return it; None if the op does not fit."""
+    spec = OPS[op]
+    if index is None:
+        index = _pick(draw, g, lambda t: _kind(t) in spec.dtypes)
+        if index is None:
+            return None
+    t = g.pool[index]
+    if _kind(t) not in spec.dtypes or (op == "detach_" and index in g.retained):
+        return None
+    if t.inference and (
+        op in UNMODELLED_ON_INFERENCE or (not t.counterless and _family(op) != "math")
+    ):
+        return None  # the model covers inference tensors and their views, not the rest
+    if op == "matmul" and t.no_grad_view:
+        return None  # which tensors matmul saves for a view made under no_grad: not modelled
+    params = _params(draw, op, t)
+    if params is None:
+        return None
+    if no_grad is None:
+        no_grad = draw(_ints(0, 5)) == 5  # shrinks towards grad mode on
+    tensors: tuple[int, ...] = (index,)
+    if spec.arity == 2:
+        if other is None:
+            second = _second(draw, g, op, t, params)
+            if second is None:
+                return None
+            for step in second[0]:
+                g.apply(step)
+            other = second[1]
+        tensors = (index, other)
+    before = len(g.pool)
+    g.apply(Step(op, tensors, params, no_grad))
+    return len(g.pool) - 1 if len(g.pool) > before else index
+
+
+def _backward(draw, g: Growth, index: int | None = None, retain: bool | None = None) -> None:
+    if index is None:
+        index = _pick(draw, g, lambda t: t.requires_grad) if draw(_ints(0, 5)) else None
+        if index is None:
+            index = _pick(draw, g)
+    t = g.pool[index]
+    retain = draw(_BOOLS) if retain is None else retain
+    implicit = t.shape == () or (int(np.prod(t.shape)) == 1 and draw(_BOOLS))
+    if implicit or not draw(_ints(0, 7)):
+        g.apply(Step("backward", (index,), (retain,)))
+        return
+    second = _second(draw, g, "backward_g", t, ())
+    for step in second[0]:
+        g.apply(step)
+    g.apply(Step("backward_g", (index, second[1]), (retain,)))
+
+
+def _graded(draw, g: Growth) -> int:
+    """A floating or complex tensor that requires grad: from the pool or new."""
+    index = _pick(draw, g, lambda t: t.requires_grad and _kind(t) in ("float", "complex"))
+    if index is None or not draw(_ints(0, 3)):
+        graded = tuple(d for d in g.dtypes if DTYPES[d].can_require_grad)
+        dtype = draw(_one_of(graded or g.dtypes))
+        g.apply(_leaf(draw, g, dtype=dtype, requires_grad=bool(graded)))
+        index = len(g.pool) - 1
+    return index
+
+
+def _fitting(ops: tuple[str, ...], t: OTensor) -> tuple[str, ...]:
+    return tuple(op for op in ops if _kind(t) in OPS[op].dtypes)
+
+
+SAVERS = tuple(n for n in FAMILIES["math"] if OPS[n].saves)
+NON_SAVERS = tuple(n for n in FAMILIES["math"] if not OPS[n].saves)
+SAVERS_OF_ONE = tuple(n for n in SAVERS if OPS[n].arity == 1)
+# ops whose behaviour on inference tensors the model leaves out
+UNMODELLED_ON_INFERENCE = ("set_data", "detach_", "retain_grad", "zeros_like", "set_grad")
+# write through: itself, or an alias; .data and detach() are what the rules contrast
+ALIAS_FOR_WRITE = (None, "data", "detach", "data", "detach", "getitem", "transpose", "select")

@@ -1,0 +1,239 @@
+"""The rest of tensor_view.rst's view ops: windows, reorderings and the outputs of
+the multi-output ops (unbind, split, split_with_sizes, chunk, tensor_split,
+hsplit, vsplit), one output at a time.
+
+Each function has the signature of the ones in oracle.views: the input's
+(shape, strides, offset) and the op's params in, (shape, strides, offset,
+backward) out. Each is written as the NumPy expression that selects the same
+elements (`pick(a)` for an array a of the input's shape); the gradient
+scatters back along the same selection, so the forward and its backward
+cannot disagree about which element went where.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .errors import ErrorKind, OracleError
+from .geometry import Shape, numel
+from .views import Geom, infer_shape, permute, transpose, view, wrap_dim
+
+INDEX, SHAPE = ErrorKind.INDEX_OUT_OF_RANGE, ErrorKind.INVALID_SHAPE
+
+
+def _scatter(pick: Callable[[np.ndarray], np.ndarray]) -> Callable:
+    """backward(g, in_shape): g added back onto the elements `pick` selected."""
+
+    def backward(g: np.ndarray, in_shape: Shape) -> np.ndarray:
+        index = pick(np.arange(numel(in_shape)).reshape(in_shape))
+        out = np.zeros(numel(in_shape), g.dtype)
+        np.add.at(out, np.asarray(index).reshape(-1), np.asarray(g).reshape(-1))
+        return out.reshape(in_shape)
+
+    return backward
+
+
+def _window(shape: Shape, strides: Shape, offset: int, dim: int, start: int, stop: int) -> Geom:
+    """The slice start:stop of dim (a narrow; every split output is one)."""
+    d = wrap_dim(dim, len(shape))
+    key = (slice(None),) * d + (slice(start, stop),)
+    return (
+        shape[:d] + (stop - start,) + shape[d + 1 :],
+        strides,
+        offset + start * strides[d],
+        _scatter(lambda a: a[key]),
+    )
+
+
+def narrow(shape: Shape, strides: Shape, offset: int, dim: int, start: int, length: int) -> Geom:
+    if not shape:
+        raise OracleError(INDEX, "narrow() cannot be applied to a 0-dim tensor.")
+    n = shape[wrap_dim(dim, len(shape))]
+    start = start + n if start < 0 else start
+    if not 0 <= start <= n or length < 0 or start + length > n:
+        raise OracleError(INDEX, f"start ({start}) + length ({length}) exceeds dimension size")
+    return _window(shape, strides, offset, dim, start, start + length)
+
+
+def diagonal(shape: Shape, strides: Shape, offset: int, off: int, d1: int, d2: int) -> Geom:
+    d1, d2 = wrap_dim(d1, len(shape)), wrap_dim(d2, len(shape))
+    if d1 == d2:
+        raise OracleError(SHAPE, "diagonal dimensions cannot be identical")
+    size = max(min(shape[d1], shape[d2] - off) if off >= 0 else min(shape[d1] + off, shape[d2]), 0)
+    if size:
+        offset += off * strides[d2] if off >= 0 else -off * strides[d1]
+    rest = [d for d in range(len(shape)) if d not in (d1, d2)]
+    return (
+        tuple(shape[d] for d in rest) + (size,),
+        tuple(strides[d] for d in rest) + (strides[d1] + strides[d2],),
+        offset,
+        _scatter(lambda a: np.diagonal(a, off, d1, d2)),
+    )
+
+
+def movedim(shape: Shape, strides: Shape, offset: int, source: int, destination: int) -> Geom:
+    n = len(shape)
+    source, destination = wrap_dim(source, n), wrap_dim(destination, n)
+    order = [d for d in range(n) if d != source]
+    order.insert(destination, source)
+    return permute(shape, strides, offset, tuple(order))
+
+
+def unflatten(shape: Shape, strides: Shape, offset: int, dim: int, sizes: tuple) -> Geom:
+    d = wrap_dim(dim, len(shape))
+    sizes = infer_shape(tuple(sizes), shape[d])  # -1 is inferred from this dim alone
+    return view(shape, strides, offset, shape[:d] + sizes + shape[d + 1 :])
+
+
+def unfold(shape: Shape, strides: Shape, offset: int, dim: int, size: int, step: int) -> Geom:
+    d = wrap_dim(dim, len(shape))
+    n, s = (shape[d], strides[d]) if shape else (1, 1)
+    if size > n:
+        raise OracleError(SHAPE, f"maximum size for tensor at dimension {d} is {n}")
+    if step <= 0:
+        raise OracleError(SHAPE, f"step is {step} but must be > 0")
+    count = (n - size) // step + 1
+    if not shape:
+        return (size,), (1,), offset, lambda g, in_shape: g.reshape(in_shape)
+
+    def pick(a: np.ndarray) -> np.ndarray:
+        starts = np.arange(count) * step
+        taken = np.take(a, starts[:, None] + np.arange(size)[None, :], axis=d)
+        return np.moveaxis(taken, d + 1, -1)  # (.., count, .., size)
+
+    return (
+        shape[:d] + (count,) + shape[d + 1 :] + (size,),
+        strides[:d] + (s * step,) + strides[d + 1 :] + (s,),
+        offset,
+        _scatter(pick),
+    )
+
+
+def as_strided(
+    shape: Shape, strides: Shape, offset: int, size: tuple, stride: tuple, storage_offset: int
+) -> Geom:
+    """Any window onto the storage. Its gradient is laid out in storage order and
+    read back at the input's own elements (AsStridedBackward0)."""
+    size, stride = tuple(size), tuple(stride)
+
+    def positions(off: int, sh: Shape, st: Shape) -> np.ndarray:
+        idx = np.full(sh, off, dtype=np.int64)
+        for d, (n, s) in enumerate(zip(sh, st, strict=True)):
+            idx += (np.arange(n) * s).reshape((n,) + (1,) * (len(sh) - d - 1))
+        return idx
+
+    def backward(g: np.ndarray, in_shape: Shape) -> np.ndarray:
+        mine, theirs = positions(storage_offset, size, stride), positions(offset, shape, strides)
+        top = max([int(x.max()) + 1 for x in (mine, theirs) if x.size], default=0)
+        buf = np.zeros(top, g.dtype)
+        np.add.at(buf, mine.reshape(-1), np.asarray(g).reshape(-1))
+        return buf[theirs]
+
+    return size, stride, storage_offset, backward
+
+
+def mT(shape: Shape, strides: Shape, offset: int) -> Geom:  # noqa: N802 - torch's name
+    if len(shape) < 2:
+        raise OracleError(SHAPE, "tensor.mT is only supported on matrices or batches of matrices")
+    return transpose(shape, strides, offset, -2, -1)
+
+
+def T(shape: Shape, strides: Shape, offset: int) -> Geom:  # noqa: N802 - torch's name
+    """x.T reverses the dims (torch deprecates it beyond 2-D, so it is not drawn there)."""
+    return permute(shape, strides, offset, tuple(range(len(shape) - 1, -1, -1)))
+
+
+# ---- one output of a multi-output op -----------------------------------------------
+def _bounds(sizes: list[int], k: int) -> tuple[int, int]:
+    if not -len(sizes) <= k < len(sizes):
+        raise OracleError(INDEX, "tuple index out of range")
+    k %= len(sizes)
+    return sum(sizes[:k]), sum(sizes[: k + 1])
+
+
+def split_sizes(n: int, size: int) -> list[int]:
+    """split(size): pieces of `size`, the last one shorter; one empty piece if n is 0."""
+    if size <= 0 and n:
+        raise OracleError(SHAPE, "split_size can only be 0 if dimension size is 0")
+    return [min(size, n - i) for i in range(0, n, size)] if n else [0]
+
+
+def chunk_sizes(n: int, chunks: int) -> list[int]:
+    if chunks <= 0:
+        raise OracleError(SHAPE, "chunk expects `chunks` to be greater than 0")
+    return split_sizes(n, -(-n // chunks) if n else 1)
+
+
+def section_sizes(n: int, sections: int) -> list[int]:
+    """tensor_split(sections): the first n % sections pieces are one longer."""
+    if sections <= 0:
+        raise OracleError(SHAPE, "number of sections must be larger than 0")
+    return [n // sections + (i < n % sections) for i in range(sections)]
+
+
+def _output(shape: Shape, strides: Shape, offset: int, dim: int, sizes: list, k: int) -> Geom:
+    if not shape:
+        raise OracleError(INDEX, "cannot be applied to a 0-dim tensor")
+    start, stop = _bounds(sizes, k)
+    return _window(shape, strides, offset, dim, start, stop)
+
+
+def split_k(shape: Shape, strides: Shape, offset: int, size: int, dim: int, k: int) -> Geom:
+    n = shape[wrap_dim(dim, len(shape))] if shape else 0
+    return _output(shape, strides, offset, dim, split_sizes(n, size), k)
+
+
+def split_with_sizes_k(
+    shape: Shape, strides: Shape, offset: int, sizes: tuple, dim: int, k: int
+) -> Geom:
+    n = shape[wrap_dim(dim, len(shape))] if shape else 0
+    if sum(sizes) != n or any(s < 0 for s in sizes):
+        raise OracleError(SHAPE, "split_with_sizes expects split_sizes to sum exactly to")
+    return _output(shape, strides, offset, dim, list(sizes), k)
+
+
+def chunk_k(shape: Shape, strides: Shape, offset: int, chunks: int, dim: int, k: int) -> Geom:
+    n = shape[wrap_dim(dim, len(shape))] if shape else 0
+    return _output(shape, strides, offset, dim, chunk_sizes(n, chunks), k)
+
+
+def tensor_split_k(
+    shape: Shape, strides: Shape, offset: int, sections: int, dim: int, k: int
+) -> Geom:
+    n = shape[wrap_dim(dim, len(shape))] if shape else 0
+    return _output(shape, strides, offset, dim, section_sizes(n, sections), k)
+
+
+def _even(n: int, sections: int, name: str) -> list[int]:
+    if sections <= 0 or n % sections:
+        raise OracleError(SHAPE, f"{name} attempted to split along dimension")
+    return section_sizes(n, sections)
+
+
+def hsplit_k(shape: Shape, strides: Shape, offset: int, sections: int, k: int) -> Geom:
+    if not shape:
+        raise OracleError(SHAPE, "torch.hsplit requires a tensor with at least 1 dimension")
+    dim = 1 if len(shape) > 1 else 0
+    return _output(shape, strides, offset, dim, _even(shape[dim], sections, "torch.hsplit"), k)
+
+
+def vsplit_k(shape: Shape, strides: Shape, offset: int, sections: int, k: int) -> Geom:
+    if len(shape) < 2:
+        raise OracleError(SHAPE, "torch.vsplit requires a tensor with at least 2 dimension")
+    return _output(shape, strides, offset, 0, _even(shape[0], sections, "torch.vsplit"), k)
+
+
+def unbind_k(shape: Shape, strides: Shape, offset: int, dim: int, k: int) -> Geom:
+    if not shape:
+        raise OracleError(INDEX, "Dimension specified as 0 but tensor has no dimensions")
+    d = wrap_dim(dim, len(shape))
+    start, _ = _bounds([1] * shape[d], k)
+    key = (slice(None),) * d + (start,)
+    return (
+        shape[:d] + shape[d + 1 :],
+        strides[:d] + strides[d + 1 :],
+        offset + start * strides[d],
+        _scatter(lambda a: a[key]),
+    )
