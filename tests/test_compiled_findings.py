@@ -136,3 +136,32 @@ CASES = [
 @pytest.mark.parametrize("invariant, ops, text, known", CASES)
 def test_the_shipped_compile_entries_cover_their_class_only(invariant, ops, text, known):
     assert _covered(invariant, ops, text) is known
+
+
+def _traces(eager_error: str | None, compiled_error: str | None):
+    from conformance.compiled.run import Outcome, Trace
+
+    return (
+        Trace([Outcome("call", eager_error, "eager's")]),
+        Trace([Outcome("call", compiled_error, "compiled")]),
+    )
+
+
+@pytest.mark.parametrize(
+    "eager, compiled, diverges",
+    [
+        # eager's error is of no documented class: only that both raise is held
+        ("unclassified NotImplementedError", "unclassified TorchRuntimeError", False),
+        ("unclassified NotImplementedError", None, True),
+        # a documented error: the compiled call raises the same class
+        ("OVERLAPPING_WRITE", "unclassified BackendCompilerFailed", True),
+        ("OVERLAPPING_WRITE", "PARTIAL_OVERLAP", True),
+        ("OVERLAPPING_WRITE", "OVERLAPPING_WRITE", False),
+        (None, "unclassified BackendCompilerFailed", True),
+    ],
+)
+def test_an_undocumented_eager_error_holds_only_that_the_call_raises(eager, compiled, diverges):
+    found = compare(SET_DATA_THEN_WRITE, *_traces(eager, compiled))
+    assert (found is not None) is diverges
+    if diverges:
+        assert found.invariant == "compile.raises"
