@@ -108,6 +108,7 @@ CASES = [
     ("compile.aliasing", {"expand", "set_data", "setitem"}, SEPARATE, True),
     ("compile.autograd_flags", {"mul_s", "view", "div_s_", "zero_", ALIASED}, LEAF, True),
     ("compile.raises", {"mul_s", "transpose", "exp_"}, AFTER + MADE_INSIDE, True),
+    ("compile.input_mutation", {"copy_"}, "argument t2 (float64[]) holds -0.25 compiled", True),
     # their neighbours: not covered
     (
         "compile.raises",
@@ -130,6 +131,8 @@ CASES = [
     ),
     ("compile.autograd_flags", {"mul_s", "view", "div_s_"}, LEAF, False),
     ("compile.raises", {"mul_s", "unbind"}, AFTER + MULTI_VIEW, False),
+    ("compile.input_mutation", {"copy_"}, "argument t2 (float64[2]) holds [0.0, 1.0]", False),
+    ("compile.input_mutation", {"copy_"}, "argument t2 (float32[]) holds -0.25 compiled", False),
 ]
 
 

@@ -118,7 +118,9 @@ def _snapshots(program: CompiledProgram, where: str, e: Snapshot, c: Snapshot) -
         if not _close(E[k].values, C[k].values, E[k].dtype):
             return found(
                 "compile.input_mutation",
-                f"argument t{token} holds {C[k].values.tolist()!r} compiled, "
+                # its dtype and shape: classes of this divergence depend on them
+                f"argument t{token} ({E[k].dtype}{list(E[k].shape)}) holds "
+                f"{C[k].values.tolist()!r} compiled, "
                 f"{E[k].values.tolist()!r} eager",
                 token,
             )
