@@ -124,26 +124,30 @@ def test_known_failure_lists_check_ops(tmp_path):
     assert (entry.target, entry.ops, entry.message) == ("aot_eager", ("narrow",), "m")
 
 
-def test_hitting_the_recompile_limit_fails_loudly(monkeypatch):
+def test_hitting_the_recompile_limit_fails_loudly():
     """Past the limit Dynamo would run the frame eagerly, silently; the suite
     makes it raise."""
     from conformance.compiled.targets import guard_cache_limits
 
     config = torch._dynamo.config
     limit = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
-    monkeypatch.setattr(config, limit, 1)
+    changes = {limit: 1}
     for flag in ("fail_on_recompile_limit_hit", "fail_on_cache_limit_hit"):
         if hasattr(config, flag):
-            monkeypatch.setattr(config, flag, False)
-    torch._dynamo.reset()
-    guard_cache_limits()
+            changes[flag] = False
+    # config.patch, not monkeypatch: monkeypatch's undo leaves Dynamo's config
+    # module without the option ("recompile_limit does not exist") for every
+    # later compile in this process
+    with config.patch(changes):
+        torch._dynamo.reset()
+        guard_cache_limits()
 
-    def f(x):
-        return x * 2
+        def f(x):
+            return x * 2
 
-    compiled = torch.compile(f, backend="eager", dynamic=False)
-    compiled(torch.ones(2))
-    with pytest.raises(Exception, match="(?i)limit"):
-        for n in range(3, 6):
-            compiled(torch.ones(n))
+        compiled = torch.compile(f, backend="eager", dynamic=False)
+        compiled(torch.ones(2))
+        with pytest.raises(Exception, match="(?i)limit"):
+            for n in range(3, 6):
+                compiled(torch.ones(n))
     torch._dynamo.reset()
