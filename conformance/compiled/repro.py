@@ -32,6 +32,16 @@ def observe(t, version_before=None):
     }
 '''
 
+_SAID = '''\
+def said(error):
+    """The error's type and first line (a backend's failure: also the error it wraps)."""
+    inner = getattr(error, "inner_exception", None)
+    if isinstance(inner, BaseException) and inner is not error:
+        return type(error).__name__ + ": " + said(inner)
+    text = str(error).strip()
+    return type(error).__name__ + ": " + (text.splitlines()[0] if text else "")
+'''
+
 
 def _indent(lines: list[str], by: int = 4) -> list[str]:
     return [" " * by + line if line else line for line in lines]
@@ -59,6 +69,7 @@ def repro_script(program: CompiledProgram, target: Target, found: Divergence) ->
     if "mark_dirty" in program.ops:
         lines += [MARK_DIRTY_SOURCE, ""]
     lines += _OBSERVE.splitlines() + [""]
+    lines += _SAID.splitlines() + [""]
     lines += program.function_source().splitlines() + [""]
     lines += [
         "",
@@ -72,7 +83,7 @@ def repro_script(program: CompiledProgram, target: Target, found: Divergence) ->
     lines += [f"        {call}fn({', '.join(args)})"]
     lines += [
         "    except Exception as error:",
-        '        return {"error": type(error).__name__ + ": " + str(error).splitlines()[0]}',
+        '        return {"error": said(error)}',
     ]
     for step in program.tail:
         code = step.source()

@@ -143,6 +143,13 @@ def _chain(error: BaseException) -> list[BaseException]:
 
 
 def _first_line(error: BaseException) -> str:
+    """The error's type and first line; for a backend's failure, whose own
+    first line says only "backend='aot_eager' raised:", the type and first
+    line of the error it wraps, the real cause (BackendCompilerFailed:
+    AssertionError: ...), so reports and known-failure `message`s see it."""
+    inner = getattr(error, "inner_exception", None)
+    if isinstance(inner, BaseException) and inner is not error:
+        return f"{type(error).__name__}: {_first_line(inner)}"
     text = str(error).strip()
     return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
 
