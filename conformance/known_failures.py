@@ -15,6 +15,23 @@ the entry holds for that report column only), `ops` (op names the failing
 minimal program must all use) and `message` (a substring of the failure's
 message): the last two narrow an entry to one class of divergence.
 
+A crash is known too, when torch's own bug takes the process down on an
+input the suite draws: `status = "crashed"` with the `test` (its node ID
+without parameters) instead of an invariant, narrowed by `example` (strings
+the example that crashed must all contain), `message` (a substring of what
+the crashed process left: "Segmentation fault"), a `target` or a device:
+
+    [[known]]
+    status = "crashed"
+    test = "test_compiled.py::test_compiled_agrees_with_eager"
+    target = "aot_eager"
+    example = ["retain_grad()", "backward"]
+    reason = "..."
+    link = "..."
+
+The test is still reported crashed, with its input and repro, but as a known
+failure: it does not fail the run.
+
 A test whose invariants are all listed is reported as xfailed and runs
 without shrinking; a violation of a listed invariant found by a test that
 checks more than that is turned into an xfail too. An entry that matches
@@ -65,6 +82,10 @@ class KnownFailure:
     ops: tuple[str, ...] | None = None
     # a substring of the failure's message: one class of divergence only
     message: str | None = None
+    # a known crash ("crashed"): of `test`, where the example holds all of `example`
+    status: str | None = None
+    test: str | None = None
+    example: tuple[str, ...] | None = None
 
     def applies_to_build(self, torch_version: str) -> bool:
         if self.versions is None:
@@ -84,7 +105,7 @@ class KnownFailure:
         `cpu`, or `cpu/aot_eager` compiled; by an example that used `dtypes`
         and `ops`, when known) is this known failure."""
         device, _, target = device.partition("/")
-        if invariant != self.invariant or self.operator is not None:
+        if invariant != self.invariant or self.operator is not None or self.status is not None:
             return False
         if self.device is not None and self.device != device:
             return False
@@ -98,6 +119,18 @@ class KnownFailure:
             return False
         return True
 
+    def covers_crash(self, nodeid: str, example: str, detail: str) -> bool:
+        """Whether the crash of `nodeid` (its parameters name the device and
+        any compile target), running `example`, is this known crash."""
+        if self.status != CRASHED or nodeid.partition("[")[0] != self.test:
+            return False
+        params = nodeid.partition("[")[2].removesuffix("]").split("-")
+        if any(x is not None and x not in params for x in (self.device, self.target)):
+            return False
+        if self.message is not None and self.message not in detail:
+            return False
+        return all(part in example for part in self.example or ())
+
     @property
     def narrowed(self) -> bool:
         """Whether the entry holds for some failures of its invariant only."""
@@ -108,7 +141,8 @@ class KnownFailure:
         scope = "".join(
             f" [{x}]" for x in (self.operator, self.device, self.target, self.dtype) if x
         )
-        return f"{self.invariant}{scope}"
+        subject = f"crash in {self.test}" if self.status == CRASHED else self.invariant
+        return f"{subject}{scope}"
 
     def xfail_reason(self) -> str:
         return f"known failure {self.label}: {self.reason} ({self.link})"
@@ -125,7 +159,11 @@ _FIELDS = {
     "target",
     "ops",
     "message",
+    "status",
+    "test",
+    "example",
 }
+CRASHED = "crashed"
 
 
 def load(path: Path) -> list[KnownFailure]:
@@ -144,7 +182,10 @@ def load(path: Path) -> list[KnownFailure]:
         if not isinstance(entry, dict):
             raise KnownFailuresError(f"{where}: not a table")
         unknown = set(entry) - _FIELDS
-        missing = {"invariant", "reason", "link"} - set(entry)
+        if entry.get("status", CRASHED) != CRASHED:
+            raise KnownFailuresError(f"{where}: status can only be {CRASHED!r}")
+        subject = "test" if "status" in entry else "invariant"
+        missing = {subject, "reason", "link"} - set(entry)
         if unknown or missing:
             problem = f"unknown keys {sorted(unknown)}" if unknown else f"missing {sorted(missing)}"
             raise KnownFailuresError(f"{where}: {problem}")
@@ -155,13 +196,17 @@ def load(path: Path) -> list[KnownFailure]:
                 raise KnownFailuresError(
                     f"{where}: versions {entry['versions']!r} is not a version specifier"
                 ) from None
-        ops = entry.pop("ops", None)
-        if ops is not None and (
-            not isinstance(ops, list) or not all(isinstance(o, str) for o in ops)
-        ):
-            raise KnownFailuresError(f"{where}: ops must be a list of op names")
+        lists = {}
+        for key in ("ops", "example"):
+            value = entry.pop(key, None)
+            if value is not None and (
+                not isinstance(value, list) or not all(isinstance(o, str) for o in value)
+            ):
+                raise KnownFailuresError(f"{where}: {key} must be a list of strings")
+            lists[key] = None if value is None else tuple(value)
         fields = {k: str(v) for k, v in entry.items()}
-        found.append(KnownFailure(where=where, ops=None if ops is None else tuple(ops), **fields))
+        fields.setdefault("invariant", "")
+        found.append(KnownFailure(where=where, **lists, **fields))
     return found
 
 
@@ -178,6 +223,8 @@ def stale(
     """Entries that cannot match any test of this run, with why."""
     out = []
     for entry in entries:
+        if entry.status == CRASHED:
+            continue  # a crash is known by its test and input, not by a rule
         if entry.invariant not in INVARIANTS:
             out.append((entry, f"no invariant is called {entry.invariant!r}"))
         elif not entry.applies_to_build(torch_version):

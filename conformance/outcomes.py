@@ -66,6 +66,14 @@ class TestOutcome:
         error: its primary one, if it is a focused test."""
         if self.outcome not in UNFINISHED or len(self.invariants) > FOCUSED:
             return ()
+        return () if self.problem.get("known") else self.invariants[:1]
+
+    @property
+    def known_crash_on(self) -> tuple[str, ...]:
+        """For a crash on the known-failure list: the invariants whose cells
+        show it as expected (xfailed), as `unfinished_on` would show it."""
+        if not self.problem.get("known") or len(self.invariants) > FOCUSED:
+            return ()
         return self.invariants[:1]
 
 
@@ -102,6 +110,8 @@ def _cell_status(invariant: str, tests: list[TestOutcome]) -> str:
     # a test that checks many rules (the differential) and broke a listed one
     # is xfailed for that rule alone; the others held as far as it ran
     if any(t.outcome == "xfailed" and (not t.violated or invariant in t.violated) for t in tests):
+        return XFAILED
+    if any(invariant in t.known_crash_on for t in tests):
         return XFAILED
     if any(t.outcome in ("passed", "failed", "error", "xpassed", "xfailed") for t in tests):
         return HELD
@@ -151,6 +161,8 @@ def tests_line(by_status: dict[str, list[TestOutcome]]) -> str:
     parts = []
     for status, tests in by_status.items():
         if tests:
-            names = ", ".join(t.nodeid for t in tests[:3]) + (", ..." if len(tests) > 3 else "")
+            names = ", ".join(
+                t.nodeid + (" known" if t.problem.get("known") else "") for t in tests[:3]
+            ) + (", ..." if len(tests) > 3 else "")
             parts.append(f"{len(tests)} {status} ({names})")
     return "tests: " + ", ".join(parts) if parts else ""

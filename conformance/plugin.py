@@ -56,6 +56,7 @@ __all__ = [
     "pytest_xdist_node_collection_finished",
     "pytest_runtest_makereport",
     "pytest_runtest_logreport",
+    "pytest_handlecrashitem",
     "pytest_terminal_summary",
     "pytest_configure_node",
     "pytest_sessionfinish",
@@ -709,7 +710,23 @@ def crash_outcome(report: pytest.TestReport, roots: list[Path]) -> TestOutcome:
     ]
     outcome = outcome_from_report(report)
     outcome.message = f"{status}: {_headline(how, detail, text)}"
+    _known_if_listed_crash(report, outcome)
     return outcome
+
+
+def _known_if_listed_crash(report: pytest.TestReport, outcome: TestOutcome) -> None:
+    """A crash on the known-failure list stays a crash, with its input and
+    repro, but counts as an expected failure: it does not fail the run."""
+    if outcome.outcome != CRASHED:
+        return
+    detail = outcome.problem.get("detail", "")
+    for entry in known_failure_entries():
+        if entry.covers_crash(report.nodeid, outcome.example, detail):
+            reason = entry.xfail_reason()
+            outcome.problem["known"] = reason
+            report.outcome = "skipped"
+            report.wasxfail = reason
+            return
 
 
 def _context(found: dict) -> dict:
@@ -737,6 +754,14 @@ def _roots(config: pytest.Config) -> list[Path]:
     return [config.rootpath, config.invocation_params.dir]
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_handlecrashitem(crashitem: str, report: pytest.TestReport, sched) -> None:
+    """xdist, on the controller, before the crashed test's report is logged:
+    a known crash becomes an xfail before pytest and its terminal count it."""
+    if _CONFIG:
+        crash_outcome(report, _roots(_CONFIG[0]))
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if is_crash(report):
         OUTCOMES[report.nodeid] = crash_outcome(report, _roots(_CONFIG[0]))
@@ -756,8 +781,8 @@ def _unexpectedly_holding(config: pytest.Config) -> list[KnownFailure]:
     cells = table(OUTCOMES.values())
     holding = []
     for entry in config.stash.get(_KNOWN, []):
-        if entry.operator is not None:
-            continue  # an operator's known failure: the schema sweep reports it
+        if entry.operator is not None or entry.status is not None:
+            continue  # an operator's (the schema sweep reports it) or a crash
         by_device = cells.get(entry.invariant, {})
         tested = [
             c
@@ -837,7 +862,9 @@ def _write_unfinished(terminalreporter, by_status: dict[str, list[TestOutcome]])
     write = terminalreporter.write_line
     for status in (CRASHED, HUNG):
         for test in by_status[status]:
-            write(f"{status.upper()} {test.nodeid}: {test.message.partition(': ')[2]}", red=True)
+            known = test.problem.get("known")
+            head = f"{status.upper()} {test.nodeid}: {test.message.partition(': ')[2]}"
+            write(head + (f" ({known})" if known else ""), red=not known, yellow=bool(known))
             for line in test.example.splitlines()[:12]:
                 write(f"    {line}")
             if test.repro:
