@@ -49,7 +49,7 @@ def test_inplace_on_an_output_of_several_views_raises(device, data):
     x = ex.tensor("base", roles=("nonleaf",), layout_kinds=WRITABLE_LAYOUTS)
     piece = _piece(ex, x)
     v, then = _further(ex, piece(x.tensor))
-    write = ex.draw(st.sampled_from(writes_for(x.dtype)), "write")
+    write = ex.draw(st.sampled_from(writes_for(x.dtype, device=x.device)), "write")
     value = ex.draw(elements(x.dtype), "value")
     what = f"{write} on {piece}{then} of a tensor that requires grad"
     if piece.op.multi_output:
@@ -85,7 +85,7 @@ def test_grad_fn_of_an_output_of_several_views_after_a_write_raises(device, data
     expect_no_raise(
         "view.multi_output_base_written_raises", lambda: v.grad_fn, "grad_fn before any write"
     )
-    write = ex.draw(st.sampled_from(writes_for(x.dtype)), "write")
+    write = ex.draw(st.sampled_from(writes_for(x.dtype, device=x.device)), "write")
     value = ex.draw(elements(x.dtype), "value")
     target = ex.draw(st.sampled_from(["base", "output under no_grad"]), "written")
     if target == "base":
