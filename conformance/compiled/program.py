@@ -27,7 +27,9 @@ from oracle import OPS
 from strategies.programs import Leaf, Program
 from strategies.tensors import TORCH_DTYPES
 
-BACKWARD = ("backward", "backward_g")
+# steps that run backward start the eager tail: torch.autograd.grad too (its
+# result may be None, never a compiled program's output)
+BACKWARD = ("backward", "backward_g", "autograd_grad")
 ALIASED_INPUTS = "aliased inputs"
 
 
