@@ -168,3 +168,16 @@ def test_an_undocumented_eager_error_holds_only_that_the_call_raises(eager, comp
     assert (found is not None) is diverges
     if diverges:
         assert found.invariant == "compile.raises"
+
+
+def test_a_copy_from_a_src_with_more_dimensions_raises_alike_compiled():
+    # eager: "The size of tensor a (2) must match the size of tensor b (3)";
+    # the meta kernel under Dynamo: "expand: the requested shape has too few
+    # dimensions", wrapped in TorchRuntimeError. Both are NOT_BROADCASTABLE.
+    program = CompiledProgram(
+        args=(_leaf(0, [[1.0, 2.0, 3.0]] * 2), _leaf(1, [1.0, 2.0])),
+        body=(CStep("copy_", (1, 0)),),
+    )
+    eager, compiled = execute(program, None), execute(program, AOT_EAGER)
+    assert eager.outcomes[0].error == compiled.outcomes[0].error == "NOT_BROADCASTABLE"
+    assert compare(program, eager, compiled) is None

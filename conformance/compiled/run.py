@@ -111,6 +111,10 @@ def execute(program: CompiledProgram, target: Target | None) -> Trace:
 # them (a TorchRuntimeError quotes the fake tensor's error)
 META_SPELLINGS = {
     "Attempting to broadcast a dimension": "NOT_BROADCASTABLE",
+    # copy_ from a src of more dimensions than dst: eager's "The size of
+    # tensor a (2) must match the size of tensor b (3)"; the meta kernel
+    # expands src to dst's shape and says so
+    "expand: the requested shape has too few dimensions": "NOT_BROADCASTABLE",
 }
 
 
