@@ -181,3 +181,21 @@ def test_a_copy_from_a_src_with_more_dimensions_raises_alike_compiled():
     eager, compiled = execute(program, None), execute(program, AOT_EAGER)
     assert eager.outcomes[0].error == compiled.outcomes[0].error == "NOT_BROADCASTABLE"
     assert compare(program, eager, compiled) is None
+
+
+def test_a_gradient_torch_autograd_grad_does_not_reach_is_none_on_both_sides():
+    # t2 = t0.exp(); torch.autograd.grad(t2, t1, g, allow_unused=True) with
+    # t1 unused: None, after the call, eagerly on both sides
+    program = CompiledProgram(
+        args=(
+            _leaf(0, [1.0, 2.0], requires_grad=True),
+            _leaf(1, [3.0, 4.0], requires_grad=True),
+            _leaf(3, [1.0, 1.0]),
+        ),
+        body=(CStep("exp", (0,), out=2),),
+        tail=(CStep("autograd_grad", (2, 1, 3), (False,), out=4),),
+    )
+    eager, compiled = execute(program, None), execute(program, AOT_EAGER)
+    assert [o.error for o in eager.outcomes] == [None, None], eager.outcomes
+    assert 4 not in eager.outcomes[-1].snapshot.tokens
+    assert compare(program, eager, compiled) is None

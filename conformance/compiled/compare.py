@@ -81,6 +81,10 @@ def _snapshots(program: CompiledProgram, where: str, e: Snapshot, c: Snapshot) -
     def found(invariant: str, message: str, *ts: int) -> Divergence:
         return Divergence(invariant, where, f"{at}: {message}", ts)
 
+    if e.tokens != c.tokens:  # a gradient torch.autograd.grad gave on one side only
+        only = sorted(set(e.tokens) ^ set(c.tokens))
+        return found("compile.grad", f"t{only[0]} is None on one side only", *only)
+
     # memory: which tensors share storage, and where in it they start
     for a in range(len(tokens)):
         for b in range(a + 1, len(tokens)):

@@ -100,7 +100,8 @@ def execute(program: CompiledProgram, target: Target | None) -> Trace:
             outcome = Outcome(f"step {number}", classify(error), _first_line(error))
         else:
             outcome = Outcome(f"step {number}")
-        if step.out is not None and step.out in env and step.out not in tokens:
+        # torch.autograd.grad's result is None for an input it does not reach
+        if step.out is not None and env.get(step.out) is not None and step.out not in tokens:
             tokens.append(step.out)
         outcome.snapshot = _snapshot(env, tokens, before)
         trace.outcomes.append(outcome)
