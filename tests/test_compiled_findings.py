@@ -199,3 +199,16 @@ def test_a_gradient_torch_autograd_grad_does_not_reach_is_none_on_both_sides():
     assert [o.error for o in eager.outcomes] == [None, None], eager.outcomes
     assert 4 not in eager.outcomes[-1].snapshot.tokens
     assert compare(program, eager, compiled) is None
+
+
+@pytest.mark.parametrize("shapes", [([-0.75], [[-3.5]]), ([[-0.75]], [2.0])], ids=["self", "mat2"])
+def test_mm_of_a_tensor_that_is_not_2d_raises_alike_compiled(shapes):
+    # eager: "self must be a matrix" (or mat2); the meta kernel: "a must be
+    # 2D" (or b), wrapped in TorchRuntimeError. Both are SHAPE_MISMATCH.
+    program = CompiledProgram(
+        args=(_leaf(0, shapes[0]), _leaf(1, shapes[1])),
+        body=(CStep("mm", (0, 1), no_grad=True, out=2),),
+    )
+    eager, compiled = execute(program, None), execute(program, AOT_EAGER)
+    assert eager.outcomes[0].error == compiled.outcomes[0].error == "SHAPE_MISMATCH"
+    assert compare(program, eager, compiled) is None

@@ -116,6 +116,9 @@ META_SPELLINGS = {
     # tensor a (2) must match the size of tensor b (3)"; the meta kernel
     # expands src to dst's shape and says so
     "expand: the requested shape has too few dimensions": "NOT_BROADCASTABLE",
+    # mm of a tensor that is not 2-d: eager's "self must be a matrix"
+    "a must be 2D": "SHAPE_MISMATCH",
+    "b must be 2D": "SHAPE_MISMATCH",
 }
 
 
