@@ -97,6 +97,54 @@ SHARE = "after the call: t0 and t1 share memory compiled; eager: separate"
 SEPARATE = "after the call: t0 and t2 do not share memory compiled; eager: shared"
 LEAF = "after the call: t3.is_leaf is True compiled, False eager"
 ALIASED = "aliased inputs"
+# triaged from the ten-seed ci sweep
+CHAIN = (
+    "RuntimeError: During torch.compile, encountered a mutation on a view chain of length 2, "
+    "where view 1 was an as_strided() call. as_strided() is non-compositional"
+)
+ROSE = (
+    "after the eager step 0 after the call: t5's version counter rose compiled (0 -> 1); "
+    "eager's stayed (0 -> 0)"
+)
+STAYED = (
+    "after the eager step 0 after the call: t5's version counter stayed compiled (0 -> 0); "
+    "eager's rose (0 -> 1)"
+)
+HOLDS = "after the call: argument t0 (uint8[2]) holds [10, 9] compiled, [8, 8] eager"
+VALUES = "t2 holds [[0.0, 0.0]] compiled, [[1.0, 2.0]] eager"
+REPLAY = _raised(
+    QUIET,
+    "compiled raised INDEX_OUT_OF_RANGE (IndexError: Dimension out of range (expected to be "
+    "in range of [-1, 0], but got 1))",
+)
+REPLAY_T = _raised(
+    QUIET,
+    "compiled raised INVALID_SHAPE (RuntimeError: t() expects a tensor with <= 2 dimensions, "
+    "but self is 3D)",
+)
+NO_GRAD_VIEW = (
+    "raised NO_GRAD_VIEW_INPLACE (RuntimeError: A view was created in no_grad mode and is "
+    "being modified inplace with grad mode enabled.)"
+)
+NO_GRAD_VIEW_COMPILED = [
+    _raised(NO_GRAD_VIEW, "compiled did not raise"),
+    _raised(NO_GRAD_VIEW, "compiled raised INPLACE_ON_LEAF_VIEW (RuntimeError: a view of a leaf)"),
+    _raised(NO_GRAD_VIEW, "compiled raised MULTI_OUTPUT_VIEW_INPLACE (TorchRuntimeError: ...)"),
+]
+ASSERT = (
+    "RuntimeError (RuntimeError: out != nullptr INTERNAL ASSERT FAILED at "
+    '"/__w/pytorch/pytorch/torch/csrc/autograd/variable.cpp":207, please report a bug to '
+    "PyTorch.)"
+)
+
+STRICTER = _raised(QUIET, "compiled " + OVERLAP)
+LEAF_ERROR = (
+    "raised INPLACE_ON_LEAF (RuntimeError: a leaf Variable that requires grad is being used in "
+    "an in-place operation.)"
+)
+VIEW_ERROR = (
+    "raised INPLACE_ON_LEAF_VIEW (TorchRuntimeError: RuntimeError when making fake tensor call)"
+)
 
 CASES = [
     # each finding as the suite reports it: covered
@@ -133,6 +181,56 @@ CASES = [
     ("compile.raises", {"mul_s", "unbind"}, AFTER + MULTI_VIEW, False),
     ("compile.input_mutation", {"copy_"}, "argument t2 (float64[2]) holds [0.0, 1.0]", False),
     ("compile.input_mutation", {"copy_"}, "argument t2 (float32[]) holds -0.25 compiled", False),
+    # triaged from the ten-seed ci sweep (docs/findings.md, "Found by the ci sweep")
+    ("compile.raises", {"data", "as_strided", "mul_"}, _raised(OVERLAP, _backend(CHAIN)), True),
+    ("compile.raises", {"as_strided", "mul_"}, _raised(QUIET, _backend(CHAIN)), True),
+    ("compile.raises", {"data", "narrow", "mul_"}, _raised(QUIET, _backend(CHAIN)), False),
+    ("compile.raises", {"as_strided", "mul_"}, _raised(QUIET, _backend(NUMEL)), False),
+    ("compile.version", {"clone", "set_grad", "sum", "backward"}, ROSE, True),
+    ("compile.version", {"clone", "sum", "backward"}, ROSE, False),
+    ("compile.version", {"clone", "set_grad", "sum", "backward"}, STAYED, False),
+    ("compile.input_mutation", {"expand", "split_with_sizes", "setitem_t"}, HOLDS, True),
+    ("compile.input_mutation", {"expand", "setitem"}, HOLDS, False),
+    ("compile.outputs", {"expand", "setitem_t"}, "after the call: " + VALUES, False),
+    ("compile.raises", {"mul_s", "diagonal", "mul_s_", ALIASED}, REPLAY, True),
+    ("compile.raises", {"mul_s", "diagonal", "mul_s_"}, REPLAY, False),
+    ("compile.raises", {"neg_", "exp", "clone", "t", ALIASED}, REPLAY_T, True),
+    ("compile.raises", {"neg_", "exp", "clone", "t"}, REPLAY_T, False),
+    ("compile.outputs", {"mul_s", "unfold", "hsplit", "add_"}, "after the call: " + VALUES, True),
+    ("compile.outputs", {"mul_s", "narrow", "add_"}, "after the call: " + VALUES, False),
+    ("compile.input_mutation", {"unfold", "add_"}, HOLDS, False),
+    *[
+        ("compile.raises", {"clone", "tensor_split", "graph_break", "zero_"}, text, True)
+        for text in NO_GRAD_VIEW_COMPILED
+    ],
+    ("compile.raises", {"clone", "tensor_split", "zero_"}, NO_GRAD_VIEW_COMPILED[0], False),
+    (
+        "compile.raises",
+        {"clone", "graph_break", "zero_"},
+        _raised(
+            "raised INPLACE_ON_LEAF_VIEW (RuntimeError: a view of a leaf)", "compiled did not raise"
+        ),
+        False,
+    ),
+    (
+        "compile.raises",
+        {"clone", "graph_break", "zero_"},
+        AFTER.replace("eager did not raise", "eager raised NO_GRAD_VIEW_INPLACE (...)"),
+        False,
+    ),
+    ("compile.raises", {"clone", "retain_grad", "mul_"}, AFTER + ASSERT, True),
+    ("compile.raises", {"clone", "mul_"}, AFTER + ASSERT, False),
+    ("compile.raises", {"clone", "as_strided", "narrow", "exp_"}, STRICTER, True),
+    ("compile.raises", {"clone", "expand", "narrow", "exp_"}, STRICTER, False),
+    (
+        "compile.raises",
+        {"clone", "as_strided", "narrow", "exp_"},
+        _raised(QUIET, "compiled raised PARTIAL_OVERLAP (RuntimeError: ...)"),
+        False,
+    ),
+    ("compile.raises", {"setitem"}, _raised(LEAF_ERROR, "compiled " + VIEW_ERROR), True),
+    ("compile.raises", {"add_"}, _raised(LEAF_ERROR, "compiled " + VIEW_ERROR), False),
+    ("compile.raises", {"setitem"}, _raised(VIEW_ERROR, "compiled " + LEAF_ERROR), False),
 ]
 
 
