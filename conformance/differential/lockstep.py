@@ -10,6 +10,7 @@ only if the oracle predicts an error of the same class.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -506,11 +507,19 @@ def _resync(run: Run, ours: list[Observed], theirs: list[Observed], live: list[i
     tolerance but not equal: rounding then never drifts over many steps."""
     for i in live:
         o, t = ours[i], theirs[i]
-        if o.values.dtype.kind in "fc" and not np.array_equal(o.values, t.values, equal_nan=True):
+        if o.values.dtype.kind in "fc" and not _equal_nan(o.values, t.values):
             run.oracle_pool[i].overwrite(t.values)
         if o.grad is not None and t.grad is not None and o.grad.dtype.kind in "fc":
-            if not np.array_equal(o.grad, t.grad, equal_nan=True):
+            if not _equal_nan(o.grad, t.grad):
                 run.oracle_pool[i].grad = np.array(t.grad, dtype=o.grad.dtype)
+
+
+def _equal_nan(a: np.ndarray, b: np.ndarray) -> bool:
+    """np.array_equal(a, b, equal_nan=True), a quarter of its cost when the
+    arrays are equal (as they mostly are): equal everywhere means no nan."""
+    if a.shape == b.shape and bool((a == b).all()):
+        return True
+    return np.array_equal(a, b, equal_nan=True)
 
 
 # Machine epsilon (twice the unit roundoff) per floating dtype. Gradient
@@ -645,6 +654,6 @@ def _strides_documented(run: Run, step: Step) -> bool:
 
 
 def _same_strides(o: Observed, t: Observed) -> bool:
-    if int(np.prod(o.shape)) == 0:
+    if math.prod(o.shape) == 0:
         return True
     return all(a == b for a, b, n in zip(o.strides, t.strides, o.shape, strict=False) if n > 1)
