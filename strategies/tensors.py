@@ -62,13 +62,13 @@ _NUMPY_WIDENS: dict[torch.dtype, np.dtype] = {
 
 def to_numpy(tensor: torch.Tensor) -> np.ndarray:
     """A tensor's values in its compute dtype (float64, complex128, int64, bool)."""
+    widened = _NUMPY_WIDENS.get(tensor.dtype)
+    if widened is not None:
+        # force: detach, cpu, resolve_conj and resolve_neg in one call (C++)
+        return TENSOR_BASE.numpy(tensor, force=True).astype(widened, order="C")  # (a copy)
     plain = TENSOR_BASE.detach(tensor)
     if plain.device.type != "cpu":
         plain = TENSOR_BASE.cpu(plain)
-    widened = _NUMPY_WIDENS.get(plain.dtype)
-    if widened is not None:
-        plain = TENSOR_BASE.resolve_neg(TENSOR_BASE.resolve_conj(plain))
-        return TENSOR_BASE.numpy(plain).astype(widened, order="C")  # (a copy)
     info = DTYPES[DTYPE_NAMES[tensor.dtype]]
     target = {"float": torch.float64, "complex": torch.complex128, "int": torch.int64}.get(
         info.kind
