@@ -34,7 +34,7 @@ from conformance.differential.torch_calls import compiled
 from conformance.internal import suite_code
 from oracle import OPS, Engine, OracleError, OTensor, tolerance
 from strategies.dtypes import LARGEST_FINITE, UNIT_ROUNDOFF
-from strategies.programs import Program, Step
+from strategies.programs import Leaf, Program, Step
 from strategies.tensors import TORCH_DTYPES
 
 BACKWARD_OPS = ("backward", "backward_g", "autograd_grad")
@@ -97,22 +97,31 @@ class Run:
 def _torch_step(run: Run, step: Step) -> tuple[object, BaseException | None]:
     if step.op == "leaf":
         leaf = step.leaf
-        with torch.inference_mode(leaf.inference):
-            made = torch.tensor(
-                leaf.values,
-                dtype=TORCH_DTYPES[leaf.dtype],
-                device=leaf.device,
-                requires_grad=leaf.requires_grad,
-            )
-        return made, None
+        # inference_mode(False) is a no-op outside inference mode with grad mode
+        # on, and entering it costs more than making the tensor
+        if leaf.inference or torch.is_inference_mode_enabled() or not torch.is_grad_enabled():
+            with torch.inference_mode(leaf.inference):
+                return _made(leaf), None
+        return _made(leaf), None
     args = [run.torch_pool[i] for i in step.tensors] + list(step.params)
     try:
-        with torch.set_grad_enabled(not step.no_grad and torch.is_grad_enabled()):
-            return compiled(step.op)(*args), None
+        if step.no_grad and torch.is_grad_enabled():  # else grad mode stays as it is
+            with torch.set_grad_enabled(False):
+                return compiled(step.op)(*args), None
+        return compiled(step.op)(*args), None
     except Exception as error:  # noqa: BLE001 - every torch error is an outcome to compare
         if watch.out_of_memory(error):  # not an outcome a rule speaks of: the build gave up
             raise watch.ExampleCrashed(f"torch ran out of memory: {error}") from error
         return None, error
+
+
+def _made(leaf: Leaf) -> torch.Tensor:
+    return torch.tensor(
+        leaf.values,
+        dtype=TORCH_DTYPES[leaf.dtype],
+        device=leaf.device,
+        requires_grad=leaf.requires_grad,
+    )
 
 
 def _view_write_base(run: Run, step: Step) -> tuple[torch.Tensor | None, object]:
