@@ -45,10 +45,23 @@ def storages_oracle(pool: list[OTensor]) -> list[int]:
     return [id(t.storage) for t in pool]
 
 
+class _PoolIndex:
+    """Pool indices by identity, -1 outside the pool; the table is made at
+    the first base looked up (most reads find none)."""
+
+    def __init__(self, pool: list) -> None:
+        self.pool, self.table = pool, None
+
+    def of(self, t: object) -> int:
+        if self.table is None:
+            self.table = {id(u): i for i, u in enumerate(self.pool)}
+        return self.table.get(id(t), -1)
+
+
 def observe_torch(pool: list[torch.Tensor], only: list[int] | None = None) -> list[Observed]:
     """What can be seen of each tensor of `pool` (of `pool[i]` for i in
     `only`, in that order, when given)."""
-    index = {id(t): i for i, t in enumerate(pool)}
+    index = _PoolIndex(pool)
     seen = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # reading a non-leaf's .grad warns
@@ -104,14 +117,14 @@ def observe_torch(pool: list[torch.Tensor], only: list[int] | None = None) -> li
                     grad_meta,
                     version,
                     t.untyped_storage()._cdata,
-                    None if base is None else index.get(id(base), -1),
+                    None if base is None else index.of(base),
                 )
             )
     return seen
 
 
 def observe_oracle(pool: list[OTensor], only: list[int] | None = None) -> list[Observed]:
-    index = {id(t): i for i, t in enumerate(pool)}
+    index = _PoolIndex(pool)
     seen = []
     for t in pool if only is None else (pool[i] for i in only):
         grad = t.grad
@@ -145,7 +158,7 @@ def observe_oracle(pool: list[OTensor], only: list[int] | None = None) -> list[O
                 else (tuple(np.shape(grad)), t.grad_dtype or t.dtype, t.device),
                 version,
                 id(t.storage),
-                None if t.base is None else index.get(id(t.base), -1),
+                None if t.base is None else index.of(t.base),
             )
         )
     return seen
