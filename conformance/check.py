@@ -126,7 +126,8 @@ def close(
     """Equal for integers and bool; within (rtol, atol) for floating dtypes."""
     if actual.shape != np.shape(expected):
         return False
-    if np.array_equal(actual, expected):  # the common case, at a tenth of allclose's cost
+    # the common case, at a tenth of allclose's cost (np.array_equal, shapes known equal)
+    if bool(np.asarray(actual == np.asarray(expected)).all()):
         return True
     if dtype not in TOLERANCES:
         return False

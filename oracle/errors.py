@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from functools import cache
 
 
 class ErrorKind(enum.Enum):
@@ -86,8 +87,16 @@ class OracleError(Exception):
 
 def classify(message: str) -> ErrorKind | None:
     """The ErrorKind of a torch error message, or None if it is none of them."""
-    order = list(_ALSO) + [k for k in ErrorKind if k not in _ALSO]
-    for k in order:
-        if k.value in message or any(s in message for s in _ALSO.get(k, ())):
+    for substring, k in _patterns():
+        if substring in message:
             return k
     return None
+
+
+@cache
+def _patterns() -> tuple[tuple[str, ErrorKind], ...]:
+    """(substring, kind) in the order classify tries them: the kinds of _ALSO
+    first, each kind's value before its other substrings. Built once: the
+    enum lookups cost more than the search."""
+    order = list(_ALSO) + [k for k in ErrorKind if k not in _ALSO]
+    return tuple((s, k) for k in order for s in (k.value, *_ALSO.get(k, ())))

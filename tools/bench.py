@@ -84,8 +84,9 @@ def differential(chains: int) -> None:
 
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
-    # torch's first backward imports sympy (about a second), once per process
-    torch.ones(2, requires_grad=True).sum().backward()
+    # torch's first backward with a gradient argument imports sympy (about a
+    # second, once per process: torch.fx's symbolic shapes check its shape)
+    (torch.ones(2, requires_grad=True) * 2).backward(torch.ones(2))
     drawn = []
 
     @given(program=programs(("cpu",), tuple(DTYPES), salt=0))

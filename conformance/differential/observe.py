@@ -32,13 +32,6 @@ class Observed:
     base: int | None  # pool index of _base; -1 when not in the pool; None without one
 
 
-def _read(read):
-    try:
-        return read()
-    except (RuntimeError, OracleError):
-        return RAISES
-
-
 def _device(device: torch.device) -> str:
     return device.type if device.index is None or device.type == "cpu" else str(device)
 
@@ -52,69 +45,120 @@ def storages_oracle(pool: list[OTensor]) -> list[int]:
     return [id(t.storage) for t in pool]
 
 
+class _PoolIndex:
+    """Pool indices by identity, -1 outside the pool; the table is made at
+    the first base looked up (most reads find none)."""
+
+    def __init__(self, pool: list) -> None:
+        self.pool, self.table = pool, None
+
+    def of(self, t: object) -> int:
+        if self.table is None:
+            self.table = {id(u): i for i, u in enumerate(self.pool)}
+        return self.table.get(id(t), -1)
+
+
 def observe_torch(pool: list[torch.Tensor], only: list[int] | None = None) -> list[Observed]:
     """What can be seen of each tensor of `pool` (of `pool[i]` for i in
     `only`, in that order, when given)."""
-    index = {id(t): i for i, t in enumerate(pool)}
+    index = _PoolIndex(pool)
     seen = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # reading a non-leaf's .grad warns
         for t in pool if only is None else (pool[i] for i in only):
-            grad = _read(lambda t=t: t.grad)
-            if grad is RAISES:  # a build whose .grad raises: compared as an observation
+            # read in this order (reading grad_fn may regenerate a view's); a
+            # read that raises is observed as RAISES
+            try:
+                grad = t.grad
+                grad_raised = False
+            except (RuntimeError, OracleError):  # a build whose .grad raises: an observation
                 grad = None
                 grad_raised = True
-            else:
-                grad_raised = False
             base = t._base
+            shape = tuple(t.shape)
+            dtype = DTYPE_NAMES[t.dtype]
+            device = _device(t.device)
+            values = to_numpy(t)
+            strides = tuple(t.stride())
+            requires_grad = t.requires_grad
+            try:
+                is_leaf = t.is_leaf
+            except (RuntimeError, OracleError):
+                is_leaf = RAISES
+            try:
+                has_grad_fn = t.grad_fn is not None
+            except (RuntimeError, OracleError):
+                has_grad_fn = RAISES
+            grad_values = RAISES if grad_raised else (None if grad is None else to_numpy(grad))
+            grad_meta = (
+                None
+                if grad is None
+                else (
+                    tuple(grad.shape),
+                    DTYPE_NAMES.get(grad.dtype, str(grad.dtype)),
+                    _device(grad.device),
+                )
+            )
+            try:
+                version = t._version
+            except (RuntimeError, OracleError):
+                version = RAISES
             seen.append(
                 Observed(
-                    shape=tuple(t.shape),
-                    dtype=DTYPE_NAMES[t.dtype],
-                    device=_device(t.device),
-                    values=to_numpy(t),
-                    strides=tuple(t.stride()),
-                    requires_grad=t.requires_grad,
-                    is_leaf=_read(lambda t=t: t.is_leaf),
-                    has_grad_fn=_read(lambda t=t: t.grad_fn is not None),
-                    grad=RAISES if grad_raised else (None if grad is None else to_numpy(grad)),
-                    grad_meta=None
-                    if grad is None
-                    else (
-                        tuple(grad.shape),
-                        DTYPE_NAMES.get(grad.dtype, str(grad.dtype)),
-                        _device(grad.device),
-                    ),
-                    version=_read(lambda t=t: t._version),
-                    storage=t.untyped_storage()._cdata,
-                    base=None if base is None else index.get(id(base), -1),
+                    shape,
+                    dtype,
+                    device,
+                    values,
+                    strides,
+                    requires_grad,
+                    is_leaf,
+                    has_grad_fn,
+                    grad_values,
+                    grad_meta,
+                    version,
+                    t.untyped_storage()._cdata,
+                    None if base is None else index.of(base),
                 )
             )
     return seen
 
 
 def observe_oracle(pool: list[OTensor], only: list[int] | None = None) -> list[Observed]:
-    index = {id(t): i for i, t in enumerate(pool)}
+    index = _PoolIndex(pool)
     seen = []
     for t in pool if only is None else (pool[i] for i in only):
         grad = t.grad
+        values = t.values()
+        requires_grad = t.requires_grad
+        try:  # is_leaf may regenerate grad_fn, or raise: observed as RAISES
+            is_leaf = t.is_leaf
+        except (RuntimeError, OracleError):
+            is_leaf = RAISES
+        try:
+            has_grad_fn = t.has_grad_fn
+        except (RuntimeError, OracleError):
+            has_grad_fn = RAISES
+        try:
+            version = t.version
+        except (RuntimeError, OracleError):
+            version = RAISES
         seen.append(
             Observed(
-                shape=tuple(t.shape),
-                dtype=t.dtype,
-                device=t.device,
-                values=t.values(),
-                strides=tuple(t.strides),
-                requires_grad=t.requires_grad,
-                is_leaf=_read(lambda t=t: t.is_leaf),
-                has_grad_fn=_read(lambda t=t: t.has_grad_fn),
-                grad=None if grad is None else np.array(grad),
-                grad_meta=None
+                tuple(t.shape),
+                t.dtype,
+                t.device,
+                values,
+                tuple(t.strides),
+                requires_grad,
+                is_leaf,
+                has_grad_fn,
+                None if grad is None else np.array(grad),
+                None
                 if grad is None
                 else (tuple(np.shape(grad)), t.grad_dtype or t.dtype, t.device),
-                version=_read(lambda t=t: t.version),
-                storage=id(t.storage),
-                base=None if t.base is None else index.get(id(t.base), -1),
+                version,
+                id(t.storage),
+                None if t.base is None else index.of(t.base),
             )
         )
     return seen
