@@ -70,3 +70,16 @@ def test_a_write_into_memory_the_step_does_not_touch_is_found_where_it_happened(
     assert (found.step, found.kind, found.tensors) == (2, "values", (0,)), found
     again = execute(program, exhaustive=True)[1]
     assert again is not None and again.message == found.message
+
+
+def test_repro_scripts_compare_empty_tensors_with_their_shape():
+    from conformance.differential.listing import _HELPERS, _values
+
+    scope: dict = {"torch": torch}
+    exec(_HELPERS, scope)  # noqa: S102 - the helpers every repro script starts with
+    close = scope["close"]
+    empty = np.zeros((0, 2))
+    expected = eval(_values(empty), scope)  # noqa: S307 - as the script spells it
+    assert close(torch.empty((0, 2)), expected, 0.0, 0.0)
+    assert not close(torch.empty((0, 3)), expected, 0.0, 0.0)
+    assert close(torch.tensor([1.0, 2.0]), eval(_values(np.array([1.0, 2.0])), scope), 0.0, 0.0)  # noqa: S307

@@ -127,7 +127,10 @@ def same_storage(a, b):
 
 def close(tensor, expected, rtol, atol):
     actual = tensor.detach().cpu()
-    wanted = torch.tensor(expected, dtype=actual.dtype)
+    if isinstance(expected, torch.Tensor):  # an empty one, whose shape a list loses
+        wanted = expected.to(actual.dtype)
+    else:
+        wanted = torch.tensor(expected, dtype=actual.dtype)
     if actual.is_floating_point() or actual.is_complex():
         return actual.shape == wanted.shape and torch.allclose(
             actual.to(torch.complex128), wanted.to(torch.complex128), rtol=rtol, atol=atol,
@@ -137,7 +140,10 @@ def close(tensor, expected, rtol, atol):
 
 
 def _values(array: np.ndarray) -> str:
-    return repr(np.asarray(array).tolist())
+    array = np.asarray(array)
+    if array.size == 0 and array.ndim > 1:  # [] would lose the shape (0, 2)
+        return f"torch.empty({array.shape!r})"
+    return repr(array.tolist())
 
 
 def _checks(kind: str, tensors: tuple[int, ...], expected, tolerance) -> list[str]:
