@@ -23,10 +23,14 @@ from conformance.differential.growth import (
     _leaf,
 )
 from conformance.differential.listing import listing
-from conformance.differential.motifs import MOTIFS
+from conformance.differential.motifs import MOTIFS, SURFACE_MOTIFS
 from strategies.programs import Program
 
-__all__ = ["FAMILIES", "MOTIFS", "Growth", "programs"]
+__all__ = ["FAMILIES", "MOTIFS", "SURFACE_MOTIFS", "Growth", "programs"]
+
+# The surface motifs' share of steps, whatever their number (see motifs.py).
+SURFACE_WEIGHT = 3
+_ALL_CHOICES = _CHOICES + ("surface",) * (SURFACE_WEIGHT if SURFACE_MOTIFS else 0)
 
 
 def _step(draw, g: Growth, family: str) -> None:
@@ -38,6 +42,8 @@ def _step(draw, g: Growth, family: str) -> None:
         _backward(draw, g)
     elif family == "motif":
         draw(_one_of(MOTIFS))(draw, g)
+    elif family == "surface":
+        draw(_one_of(SURFACE_MOTIFS))(draw, g)
     else:
         _apply_op(draw, g, draw(_one_of(FAMILIES[family])))
 
@@ -54,7 +60,7 @@ def programs(
     same choices everywhere; `salt` turns the same choices into other
     programs, so shards of a seeded run differ."""
     g = Growth(devices, dtypes)
-    choices = _CHOICES[salt % len(_CHOICES) :] + _CHOICES[: salt % len(_CHOICES)]
+    choices = _ALL_CHOICES[salt % len(_ALL_CHOICES) :] + _ALL_CHOICES[: salt % len(_ALL_CHOICES)]
     # Each step's Random is seeded by every seed drawn so far, not its own
     # alone: Hypothesis hands out the same few seeds (0, 2**64 - 1, ...) at
     # many places, and programs would repeat each other's steps.

@@ -310,3 +310,9 @@ MOTIFS = (
     _motif_view_written,
     _motif_accumulates,
 )
+
+# The wider surface (hooks, out=, resize_, custom Functions, saved-tensor
+# hooks, modes, dtype views): drawn as a family of its own (generate.py), so
+# that a motif added here shares that family's turns and never thins out the
+# motifs above, which the older rules' planted violations rely on.
+SURFACE_MOTIFS: tuple = ()
