@@ -56,6 +56,8 @@ ERROR_CLASSES: dict[str, tuple[str, ...]] = {
     "DETACH_VIEW_INPLACE": ("Can't detach views in-place",),
     "INFERENCE_VERSION": ("Inference tensors do not track version counter",),
     "INFERENCE_SAVED": ("Inference tensors cannot be saved for backward",),
+    "INFERENCE_INPLACE": ("Inplace update to inference tensor outside InferenceMode",),
+    "INFERENCE_VIEW_INPLACE": ("created in inference mode",),
     "MULTI_OUTPUT_VIEW_INPLACE": ("returns multiple views",),
     "INPUT_NO_GRAD": ("One of the differentiated Tensors does not require grad",),
     "GRAD_ASSIGN_MISMATCH": ("attempting to assign a gradient", "assigned grad has data of a"),

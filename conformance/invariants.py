@@ -506,6 +506,43 @@ CATALOGUE: tuple[Invariant, ...] = (
         "computations recorded by autograd.",
         _INFERENCE_DOC,
     ),
+    # grad modes as modes of their own (issue 10)
+    Invariant(
+        "nograd.enable_grad_restores",
+        "Inside no_grad, a block under enable_grad records again (results of ops on tensors "
+        "that require grad require grad, and backward through them works); leaving it "
+        "restores no_grad.",
+        "Enables gradient calculation, if it has been disabled via no_grad or set_grad_enabled.",
+        "torch/autograd/grad_mode.py (enable_grad)",
+    ),
+    Invariant(
+        "nograd.set_grad_enabled",
+        "torch.set_grad_enabled(False/True), as a context manager, as a function or as a "
+        "decorator, disables/enables recording as no_grad/enable_grad do, and "
+        "torch.is_grad_enabled() reports it.",
+        "set_grad_enabled will enable or disable grads based on its argument mode. It can be "
+        "used as a context-manager or as a function.",
+        "torch/autograd/grad_mode.py (set_grad_enabled)",
+    ),
+    Invariant(
+        "inference.inplace_outside_raises",
+        "An in-place op on an inference tensor (or a view of one) outside inference_mode "
+        "raises; inside inference_mode it is allowed.",
+        "are immutable outside InferenceMode. So an error will be raised if you try to: "
+        "mutate their data outside InferenceMode.",
+        "docs/cpp/source/notes/inference_mode.rst; c10/core/InferenceMode.h (Inplace update "
+        "to inference tensor outside InferenceMode is not allowed)",
+    ),
+    Invariant(
+        "inference.view_inplace_raises",
+        "A view of a normal tensor made under inference_mode is a normal tensor; once its base "
+        "requires grad, writing it in place with grad mode on raises (and so does reading the "
+        "grad_fn of such a view after its base was written).",
+        "A view was created in inference mode and is being modified inplace in normal mode. "
+        "Given that this use case is ambiguous and error-prone, it is forbidden.",
+        "torch/csrc/autograd/variable.cpp (handle_view_on_rebase); "
+        "docs/cpp/source/notes/inference_mode.rst",
+    ),
     # schema: every ATen operator against its own schema's annotations
     Invariant(
         "schema.alias_shares_storage",

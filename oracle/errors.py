@@ -35,6 +35,7 @@ class ErrorKind(enum.Enum):
     INFERENCE_SAVED = "Inference tensors cannot be saved for backward"
     INFERENCE_INPLACE = "Inplace update to inference tensor outside InferenceMode"
     INFERENCE_REQUIRES_GRAD = "Setting requires_grad=True on inference tensor outside InferenceMode"
+    INFERENCE_VIEW_INPLACE = "created in inference mode"  # a view of a normal tensor (issue 10)
     # the wider surface (issue 10)
     MULTI_OUTPUT_VIEW_INPLACE = "This view is the output of a function that returns multiple views"
     INPUT_NO_GRAD = "One of the differentiated Tensors does not require grad"

@@ -51,6 +51,7 @@ class Step:
     params: tuple = ()
     no_grad: bool = False
     leaf: Leaf | None = field(default=None, compare=False)
+    mode: str = ""  # the API that sets its grad mode (conformance/differential/modes.py)
 
 
 @dataclass

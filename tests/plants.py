@@ -1323,6 +1323,95 @@ def _():
     _replace("copy_", make)
 
 
+@plant(
+    "enable_grad_no_record",
+    "nograd.enable_grad_restores",
+    "torch.enable_grad() inside no_grad leaves grad mode off: nothing is recorded",
+)
+def _():
+    torch = _torch()
+
+    def __enter__(self):
+        self.prev = torch.is_grad_enabled()
+
+    torch.enable_grad.__enter__ = __enter__
+
+
+@plant(
+    "set_grad_enabled_fn_ignored",
+    "nograd.set_grad_enabled",
+    "torch.set_grad_enabled(mode) called as a function does nothing; only the context "
+    "manager (and the decorator) set grad mode",
+)
+def _():
+    torch = _torch()
+    original = torch.set_grad_enabled
+
+    class set_grad_enabled(original):
+        def __init__(self, mode):
+            self.prev, self.mode = torch.is_grad_enabled(), mode
+
+        def __call__(self, orig_func):
+            return original(self.mode)(orig_func)
+
+    def __enter__(self):  # no_grad calls set_grad_enabled as a function: keep it working
+        self.prev = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(False)
+
+    def __exit__(self, *exc):
+        torch._C._set_grad_enabled(self.prev)
+
+    torch.no_grad.__enter__, torch.no_grad.__exit__ = __enter__, __exit__
+    torch.set_grad_enabled = torch.autograd.set_grad_enabled = set_grad_enabled
+    torch.autograd.grad_mode.set_grad_enabled = set_grad_enabled
+
+
+@plant(
+    "inference_inplace_allowed",
+    "inference.inplace_outside_raises",
+    "in-place ops on an inference tensor outside inference_mode run as if inside it",
+)
+def _():
+    torch = _torch()
+    for name in _INPLACE:
+
+        def make(orig):
+            def op(self, *a, **k):
+                if self.is_inference() and not torch.is_inference_mode_enabled():
+                    with torch.inference_mode():
+                        return orig(self, *a, **k)
+                return orig(self, *a, **k)
+
+            return op
+
+        _replace(name, make)
+
+
+@plant(
+    "inference_view_writable@views",
+    "inference.view_inplace_raises",
+    "a view of a normal tensor made under inference_mode can be written in place with grad on "
+    "(the write is not recorded)",
+)
+def _():
+    torch = _torch()
+    for name in _INPLACE:
+
+        def make(orig):
+            def op(self, *a, **k):
+                try:
+                    return orig(self, *a, **k)
+                except RuntimeError as error:
+                    if "created in inference mode and is being modified" not in str(error):
+                        raise
+                with torch.no_grad():
+                    return orig(self, *a, **k)
+
+            return op
+
+        _replace(name, make)
+
+
 # --- ops in general ------------------------------------------------------------------
 
 

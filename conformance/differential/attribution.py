@@ -19,6 +19,7 @@ import numpy as np
 from conformance.differential.index_params import INDEX_WRITES
 from conformance.differential.lockstep import Discrepancy, Run, execute
 from conformance.differential.minimize import same_failure
+from conformance.differential.modes import GRAD_MODE_RULES
 from conformance.differential.observe import RAISES
 from oracle import OPS
 from strategies.dtypes import GRAD_DTYPES as GRADED
@@ -91,7 +92,8 @@ RAISED = {
     "INFERENCE_SAVED": "inference.not_saved_for_backward",
     "INFERENCE_REQUIRES_GRAD": "inference.not_saved_for_backward",
     "INFERENCE_VERSION": "inference.no_version_counter",
-    "INFERENCE_INPLACE": "inference.no_version_counter",
+    "INFERENCE_INPLACE": "inference.inplace_outside_raises",
+    "INFERENCE_VIEW_INPLACE": "inference.view_inplace_raises",
     "MULTI_OUTPUT_VIEW_INPLACE": "view.multi_output_inplace_raises",
     "INPUT_NO_GRAD": "grad.autograd_grad_returns",
     "GRAD_ASSIGN_MISMATCH": "grad.assign_checks",
@@ -236,6 +238,8 @@ _HISTORY_KINDS = ("raise", "grad", "requires_grad", "has_grad_fn", "is_leaf")
 def attribute(run: Run, d: Discrepancy) -> str:
     f = Facts(run, d)
     kind = d.kind
+    if f.step.mode in GRAD_MODE_RULES and _mode_at_fault(f):  # grad modes (modes.py)
+        return GRAD_MODE_RULES[f.step.mode]
     if kind in _HISTORY_KINDS and any(n <= d.step for n in run.unrecorded_view_writes):
         return "view.inplace_updates_base_grad"
     if kind == "raise":
@@ -360,6 +364,14 @@ def _fails_in_grad_mode(f: Facts) -> bool:
     steps = list(f.steps[: f.d.step + 1])
     steps[-1] = replace(steps[-1], no_grad=False)
     return _fails_again(f, steps)
+
+
+def _mode_at_fault(f: Facts) -> bool:
+    """Whether the failing step, run in a grad mode set by enable_grad or
+    set_grad_enabled, passes once it runs under plain no_grad or grad mode."""
+    steps = list(f.steps[: f.d.step + 1])
+    steps[-1] = replace(steps[-1], mode="")
+    return not _fails_again(f, steps)
 
 
 def _values(f: Facts, i: int) -> str:

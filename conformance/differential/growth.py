@@ -18,6 +18,7 @@ from conformance.differential.choices import (
 )
 from conformance.differential.index_params import INDEX_WRITES, index_params, source_shape
 from conformance.differential.lockstep import retired_by
+from conformance.differential.modes import oracle_mode
 from conformance.differential.view_params import CHOSEN, view_params
 from oracle import OPS, Engine, OracleError, OTensor
 from strategies.dtypes import DTYPES, seeded_values
@@ -110,8 +111,8 @@ class Growth:
                 )
             else:
                 tensors = [self.pool[i] for i in step.tensors]
-                if step.no_grad:
-                    with self.engine.no_grad():
+                if step.no_grad or step.mode:
+                    with oracle_mode(self.engine, step):
                         result = self.engine.call(step.op, tensors, step.params)
                 else:
                     result = self.engine.call(step.op, tensors, step.params)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from conformance import build
+from conformance.differential.modes import oracle_mode, wrap
 from conformance.differential.torch_calls import call_source
 from oracle import OPS, Engine, OracleError, OTensor
 from strategies.programs import Program, Step
@@ -73,10 +74,7 @@ def trace(program: Program) -> list[tuple[str | None, list[str], str | None]]:
                 )
             else:
                 tensors = [pool[i] for i in step.tensors]
-                if step.no_grad:
-                    with engine.no_grad():
-                        result = engine.call(step.op, tensors, step.params)
-                else:
+                with oracle_mode(engine, step):
                     result = engine.call(step.op, tensors, step.params)
         except OracleError as e:
             error = e.kind
@@ -90,7 +88,7 @@ def trace(program: Program) -> list[tuple[str | None, list[str], str | None]]:
 def step_lines(step: Step, name: str | None, names: list[str], error) -> list[str]:
     code = _code(step, names, name)
     comment = _says(step, names)
-    if step.no_grad:
+    if step.no_grad and not step.mode:
         comment += " (under no_grad)"
     if error is not None:
         lines = [
@@ -103,7 +101,9 @@ def step_lines(step: Step, name: str | None, names: list[str], error) -> list[st
         ]
     else:
         lines = [f"{code}  # {comment}"]
-    if step.no_grad:
+    if step.mode:
+        lines = wrap(step, lines)
+    elif step.no_grad:
         lines = ["with torch.no_grad():"] + ["    " + line for line in lines]
     if step.op == "leaf" and step.leaf.inference:
         lines = ["with torch.inference_mode():"] + ["    " + line for line in lines]
@@ -239,7 +239,9 @@ def repro_script(
                 lines.append(f"storage_before = t{discrepancy.tensors[0]}.untyped_storage()._cdata")
             if discrepancy.kind == "identity":
                 code = f"result = {_code(step, names, None)}  # {_says(step, names)}"
-                if step.no_grad:
+                if step.mode:
+                    code = "\n".join(wrap(step, [code]))
+                elif step.no_grad:
                     code = f"with torch.no_grad():\n    {code}"
                 lines.append(code)
                 lines.append(f"assert result is {names[0]}, 'the in-place op did not return self'")

@@ -21,6 +21,7 @@ import torch
 
 from conformance import build, watch
 from conformance.check import close, dense
+from conformance.differential.modes import oracle_mode, torch_mode
 from conformance.differential.observe import (
     RAISES,
     Observed,
@@ -105,6 +106,9 @@ def _torch_step(run: Run, step: Step) -> tuple[object, BaseException | None]:
         return _made(leaf), None
     args = [run.torch_pool[i] for i in step.tensors] + list(step.params)
     try:
+        if step.mode:  # enable_grad, set_grad_enabled, inference_mode (modes.py)
+            with torch_mode(step.mode, step.no_grad):
+                return compiled(step.op)(*args), None
         if step.no_grad and torch.is_grad_enabled():  # else grad mode stays as it is
             with torch.set_grad_enabled(False):
                 return compiled(step.op)(*args), None
@@ -154,8 +158,8 @@ def _oracle_outcome(run: Run, step: Step) -> tuple[object, OracleError | None]:
             )
             return made, None
         tensors = [run.oracle_pool[i] for i in step.tensors]
-        if step.no_grad:
-            with engine.no_grad():
+        if step.no_grad or step.mode:
+            with oracle_mode(engine, step):
                 return engine.call(step.op, tensors, step.params), None
         return engine.call(step.op, tensors, step.params), None
     except OracleError as error:

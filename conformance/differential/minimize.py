@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -51,15 +52,7 @@ def without(program: Program, removed: set[int]) -> Program:
             continue
         if made[number] is not None:
             renumber[made[number]] = len(renumber)
-        keep.append(
-            Step(
-                step.op,
-                tuple(renumber[t] for t in step.tensors),
-                step.params,
-                step.no_grad,
-                step.leaf,
-            )
-        )
+        keep.append(replace(step, tensors=tuple(renumber[t] for t in step.tensors)))
     return Program(keep, render=program.render)
 
 
