@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from . import geometry as geo
-from . import graph, views
+from . import graph, modes, views
 from .dtypes import DTYPES, differentiable, kind, op_values, round_to
 from .errors import ErrorKind, OracleError
 from .graph import Node, Saved, copy_slices, run_backward
@@ -29,6 +29,7 @@ class Engine:
     def __init__(self, release: Release = NEWEST) -> None:
         self.release = release  # where torch releases differ (oracle.releases)
         self.grad_enabled = True
+        self.inference_enabled = False  # inside torch.inference_mode() (oracle/modes.py)
         self.undefined: str | None = None  # why torch's result of the last call is unpredictable
         self._retainers: weakref.WeakSet[OTensor] = weakref.WeakSet()
 
@@ -39,6 +40,17 @@ class Engine:
             yield
         finally:
             self.grad_enabled = prev
+
+    @contextlib.contextmanager
+    def inference_mode(self) -> Iterator[None]:
+        """torch.inference_mode(): grad mode off, views of normal tensors marked as
+        made in inference mode, inference tensors writable (oracle/modes.py)."""
+        prev = self.grad_enabled, self.inference_enabled
+        self.grad_enabled, self.inference_enabled = False, True
+        try:
+            yield
+        finally:
+            self.grad_enabled, self.inference_enabled = prev
 
     def leaf(
         self,
@@ -291,6 +303,7 @@ class Engine:
         inherit = t.base is not None and not (fresh_no_grad or fresh_multi)
         v.no_grad_view = fresh_no_grad or (inherit and t.no_grad_view)
         v.multi_output = fresh_multi or (inherit and t.multi_output)
+        modes.mark_view(v, t, self.inference_enabled)
         v.attr_version, v._fn = t.counter.value, node
         return v
 
@@ -300,6 +313,7 @@ class Engine:
         if not needs_grad:
             return
         if t.base is not None:
+            modes.check_view_inplace(t)
             if t.no_grad_view:
                 raise OracleError(ErrorKind.NO_GRAD_VIEW_INPLACE, "created in no_grad mode")
             if t.multi_output:
@@ -326,11 +340,12 @@ class Engine:
             if np.intersect1d(mine, graph.flat_index(src.offset, src.shape, src.strides)).size:
                 self.undefined = "the written tensor overlaps an input unchecked by torch"
 
-    @staticmethod
-    def _write(t: OTensor, values: np.ndarray) -> None:
+    def _write(self, t: OTensor, values: np.ndarray) -> None:
         with np.errstate(all="ignore"):
             t.array()[...] = round_to(np.broadcast_to(values, t.shape), t.dtype)
         if t.counterless:  # torch writes, then finds no counter to bump
+            if self.inference_enabled:
+                return  # inside inference_mode: allowed, no version bump
             raise OracleError(ErrorKind.INFERENCE_INPLACE)
         t.counter.value += 1
 

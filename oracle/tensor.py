@@ -72,6 +72,7 @@ class OTensor:
         self.base: OTensor | None = None  # the root base, for a (differentiable) view
         self.no_grad_view = False  # a view made in no_grad mode (or of such a view)
         self.multi_output = False  # an output of unbind, split... (or a view of one)
+        self.inference_view = False  # a view of a normal tensor made under inference_mode
         self.attr_version = 0
         # made under inference_mode (or an alias of such a tensor), and whether it
         # has no version counter at all (the tensor itself and its views)
@@ -118,6 +119,11 @@ class OTensor:
         if self.base is None or (self._fn is None and not self.base.requires_grad):
             return self._fn
         if self.attr_version != self.counter.value:
+            if self.inference_view:  # (oracle/modes.py)
+                raise OracleError(
+                    ErrorKind.INFERENCE_VIEW_INPLACE,
+                    "A view was created in inference mode and its base ... has been modified",
+                )
             if self.no_grad_view:
                 raise OracleError(
                     ErrorKind.NO_GRAD_VIEW_INPLACE,

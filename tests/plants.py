@@ -1224,10 +1224,13 @@ def _():
 
         def make(orig):
             def op(self, *a, **k):
-                if self._base is not None and self.requires_grad and self.grad_fn is None:
-                    with torch.no_grad():
-                        return orig(self, *a, **k)
-                return orig(self, *a, **k)
+                try:  # (only no_grad's views: not those made under inference_mode)
+                    return orig(self, *a, **k)
+                except RuntimeError as error:
+                    if "created in no_grad mode" not in str(error):
+                        raise
+                with torch.no_grad():
+                    return orig(self, *a, **k)
 
             return op
 

@@ -240,6 +240,8 @@ def attribute(run: Run, d: Discrepancy) -> str:
     kind = d.kind
     if f.step.mode in GRAD_MODE_RULES and _mode_at_fault(f):  # grad modes (modes.py)
         return GRAD_MODE_RULES[f.step.mode]
+    if kind == "raise" and d.expected == "INFERENCE_VIEW_INPLACE":  # (before the history)
+        return "inference.view_inplace_raises"
     if kind in _HISTORY_KINDS and any(n <= d.step for n in run.unrecorded_view_writes):
         return "view.inplace_updates_base_grad"
     if kind == "raise":

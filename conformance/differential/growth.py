@@ -337,6 +337,7 @@ def _apply_op(
     index: int | None = None,
     other: int | None = None,
     no_grad: bool | None = None,
+    mode: str = "",  # see modes.py
 ) -> int | None:
     """Apply `op` to pool tensor `index` (picked if None), with `other` as its
     second operand when given. Returns the index of its result, or of its
@@ -371,7 +372,7 @@ def _apply_op(
             other = second[1]
         tensors = (index, other)
     before = len(g.pool)
-    g.apply(Step(op, tensors, params, no_grad))
+    g.apply(Step(op, tensors, params, no_grad, mode=mode))
     return len(g.pool) - 1 if len(g.pool) > before else index
 
 

@@ -4,9 +4,7 @@ function, and in-place writes around inference_mode."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from conformance.differential.choices import _BOOLS, _one_of
+from conformance.differential.choices import _BOOLS, _ints, _one_of
 from conformance.differential.growth import (
     FAMILIES,
     Growth,
@@ -14,18 +12,15 @@ from conformance.differential.growth import (
     _backward,
     _fitting,
     _graded,
+    _leaf,
+    _pick,
 )
+from oracle import OPS
 
 
 def _in_mode(draw, g: Growth, op: str, index: int, mode: str, no_grad: bool) -> int | None:
-    """`op` on pool tensor `index` with grad mode `no_grad`, set by `mode`: the
-    model runs it as a plain step (its `no_grad` is the grad mode it runs in),
-    so the mode is put on the step once it is made."""
-    before = len(g.steps)
-    out = _apply_op(draw, g, op, index, no_grad=no_grad)
-    if len(g.steps) > before and g.steps[-1].op == op:
-        g.steps[-1] = replace(g.steps[-1], mode=mode)
-    return out
+    """`op` on pool tensor `index` with grad mode `no_grad`, set by `mode`."""
+    return _apply_op(draw, g, op, index, no_grad=no_grad, mode=mode)
 
 
 def _motif_enable_grad(draw, g: Growth) -> None:
@@ -66,4 +61,64 @@ def _motif_set_grad_enabled(draw, g: Growth) -> None:
         _backward(draw, g, y)
 
 
-MODE_MOTIFS = (_motif_enable_grad, _motif_set_grad_enabled)
+# view ops that always make a view (reshape may copy: under inference_mode a
+# copy is an inference tensor, which the model does not make there)
+INFERENCE_VIEWS = tuple(op for op in FAMILIES["view"] if op != "reshape")
+# writes of one operand: the other operands of a write stay outside the mode
+UNARY_WRITES = tuple(op for op in FAMILIES["inplace"] if OPS[op].arity == 1)
+
+
+def _motif_inference_view(draw, g: Growth) -> None:
+    """A view of a normal tensor made under inference_mode (maybe a view of it
+    after), then written in place with grad on (it raises once its base
+    requires grad), under no_grad or inside inference_mode again; then its
+    grad_fn read, through backward."""
+    x = _graded(draw, g) if draw(_ints(0, 3)) else _pick(draw, g, lambda t: not t.inference)
+    if x is None:
+        return
+    base = x
+    if g.pool[x].requires_grad and draw(_ints(0, 3)):  # a non-leaf: otherwise writable
+        base = _apply_op(draw, g, draw(_one_of(("mul_s", "clone"))), x, no_grad=False) or x
+    view = _in_mode(draw, g, draw(_one_of(INFERENCE_VIEWS)), base, "inference", True)
+    if view is None or view == base:
+        return
+    if draw(_BOOLS):  # a view of it, in grad mode or under no_grad: still marked
+        view = _apply_op(draw, g, draw(_one_of(INFERENCE_VIEWS)), view) or view
+    target = view if draw(_ints(0, 3)) else base
+    writes = _fitting(UNARY_WRITES, g.pool[target])
+    if writes:
+        where = draw(_ints(0, 3))
+        op = draw(_one_of(writes))
+        if where == 0:
+            _in_mode(draw, g, op, target, "inference", True)
+        else:
+            _apply_op(draw, g, op, target, no_grad=where == 1)
+    if draw(_BOOLS):
+        y = _apply_op(draw, g, draw(_one_of(_fitting(FAMILIES["math"], g.pool[view]))), view)
+        _backward(draw, g, y if y is not None else view)
+
+
+def _motif_inference_write(draw, g: Growth) -> None:
+    """An inference tensor (or a view of it) written in place inside
+    inference_mode (allowed, no version) or outside it (refused)."""
+    t = _pick(draw, g, lambda u: u.counterless) if draw(_BOOLS) else None
+    if t is None:
+        g.apply(_leaf(draw, g, requires_grad=False, inference=True))
+        t = len(g.pool) - 1
+    if draw(_BOOLS):
+        t = _in_mode(draw, g, draw(_one_of(INFERENCE_VIEWS)), t, "inference", True) or t
+    writes = _fitting(UNARY_WRITES, g.pool[t])
+    if writes:
+        op, inside = draw(_one_of(writes)), draw(_BOOLS)
+        if inside:
+            _in_mode(draw, g, op, t, "inference", True)
+        else:
+            _apply_op(draw, g, op, t, no_grad=draw(_BOOLS))
+
+
+MODE_MOTIFS = (
+    _motif_enable_grad,
+    _motif_set_grad_enabled,
+    _motif_inference_view,
+    _motif_inference_write,
+)
