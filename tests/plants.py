@@ -1341,6 +1341,21 @@ def _():
 
 
 @plant(
+    "enable_grad_exit_leaks",
+    "nograd.enable_grad_restores",
+    "leaving torch.enable_grad() inside no_grad leaves grad mode on: the rest of the no_grad "
+    "block records",
+)
+def _():
+    torch = _torch()
+
+    def __exit__(self, *exc):
+        torch._C._set_grad_enabled(True)
+
+    torch.enable_grad.__exit__ = __exit__
+
+
+@plant(
     "set_grad_enabled_fn_ignored",
     "nograd.set_grad_enabled",
     "torch.set_grad_enabled(mode) called as a function does nothing; only the context "
