@@ -1921,6 +1921,27 @@ def _():
     _function_ctx().mark_non_differentiable = lambda self, *args, **kwargs: None
 
 
+@plant(
+    "function_view_copied",
+    "function.view_output",
+    "a view a custom Function returns comes back as a copy: no _base, memory of its own",
+)
+def _():
+    torch = _torch()
+    function = torch.autograd.function.Function
+    original = function.__dict__["apply"].__func__
+
+    def apply(cls, *args, **kwargs):
+        out = original(cls, *args, **kwargs)
+        inputs = [a for a in args if isinstance(a, torch.Tensor)]
+        if isinstance(out, torch.Tensor) and out._base is not None:
+            if all(out is not a for a in inputs):  # (not a dirty input returned)
+                return out.clone()
+        return out
+
+    function.apply = classmethod(apply)
+
+
 def _wrap_saved_hooks(make_pack, make_unpack) -> None:
     """torch.autograd.graph.saved_tensors_hooks(pack, unpack) with the hooks rewrapped."""
     graph = _torch().autograd.graph
