@@ -60,6 +60,7 @@ ERROR_CLASSES: dict[str, tuple[str, ...]] = {
     "INFERENCE_VIEW_INPLACE": ("created in inference mode",),
     "MULTI_OUTPUT_VIEW_INPLACE": ("returns multiple views",),
     "INPUT_NO_GRAD": ("One of the differentiated Tensors does not require grad",),
+    "CUSTOM_FUNCTION_VIEW": ("This view was created inside a custom Function",),
     "GRAD_ASSIGN_MISMATCH": ("attempting to assign a gradient", "assigned grad has data of a"),
 }
 

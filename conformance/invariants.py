@@ -350,6 +350,59 @@ CATALOGUE: tuple[Invariant, ...] = (
         "dirty in any operation.",
         _AUTOGRAD_NOTES,
     ),
+    # --- the wider autograd surface (issue 10): custom Functions, saved-tensor hooks ---
+    Invariant(
+        "function.saved_version_check",
+        "A tensor a custom Function saved with save_for_backward and that was then modified "
+        "in place makes backward raise when the Function's backward reads ctx.saved_tensors.",
+        "In backward, saved tensors can be accessed through the saved_tensors attribute. "
+        "Before returning them to the user, a check is made to ensure they weren't used in any "
+        "in-place operation that modified their content.",
+        "torch/autograd/function.py (FunctionCtx.save_for_backward)",
+    ),
+    Invariant(
+        "function.mark_dirty_returns_input",
+        "A custom Function that writes its input in place and marks it dirty returns that "
+        "input itself, whose version goes up (torch 2.13: twice, the write and mark_dirty) "
+        "and whose history becomes the Function's node (its base's CopySlices, for a view); "
+        "on a leaf that requires grad it raises, after the write.",
+        "Every tensor that's been modified in-place in a call to forward should be given to "
+        "this function, to ensure correctness of our checks.",
+        "torch/autograd/function.py (FunctionCtx.mark_dirty)",
+    ),
+    Invariant(
+        "function.non_differentiable_output",
+        "An output a custom Function marked with mark_non_differentiable does not require "
+        "grad and has no grad_fn.",
+        "This will mark outputs as not requiring gradients, increasing the efficiency of "
+        "backward computation.",
+        "torch/autograd/function.py (FunctionCtx.mark_non_differentiable)",
+    ),
+    Invariant(
+        "function.view_output",
+        "A custom Function that returns a view of its input returns a view (_base is the "
+        "input's base, shared memory and version counter) whose grad_fn is the Function's "
+        "node; writing it in place in grad mode raises, and once it or its base was written, "
+        "reading its grad_fn raises (torch 2.13; under no_grad it is a no_grad view).",
+        "This view was created inside a custom Function (or because an input was returned "
+        "as-is) and the autograd logic to handle view+inplace would override the custom "
+        "backward associated with the custom Function, leading to incorrect gradients. This "
+        "behavior is forbidden. You can fix this by cloning the output of the custom Function.",
+        "torch/csrc/autograd/variable.cpp (handle_view_on_rebase, CreationMeta::"
+        "IN_CUSTOM_FUNCTION); docs/source/notes/extending.rst (Extending torch.autograd)",
+    ),
+    Invariant(
+        "saved_hooks.pack_unpack",
+        "Inside saved_tensors_hooks(pack, unpack), pack runs once for each tensor an op saves "
+        "for backward, unpack once when backward needs it, and backward computes with what "
+        "unpack returned; a tensor saved through the hooks is not version-checked (a write "
+        "after saving does not make backward raise: torch 2.13).",
+        "In that context, the pack_hook function will be called every time an operation "
+        "saves a tensor for backward [...] The output of pack_hook is then stored in the "
+        "computation graph instead of the original tensor. The unpack_hook is called when "
+        "the saved tensor needs to be accessed",
+        "torch/autograd/graph.py (saved_tensors_hooks)",
+    ),
     Invariant(
         "grad.requires_grad_propagates",
         "Outside no_grad, an op's result requires grad exactly when one of its inputs does.",

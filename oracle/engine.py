@@ -13,6 +13,7 @@ from . import geometry as geo
 from . import graph, modes, views
 from .dtypes import DTYPES, differentiable, kind, op_values, round_to
 from .errors import ErrorKind, OracleError
+from .functions import FunctionOps
 from .graph import Node, Saved, copy_slices, run_backward
 from .ops import OPS, OpSpec, clamp_bwd_strict, matmul_layout, out_dtype
 from .releases import NEWEST, Release
@@ -23,7 +24,7 @@ def _geom(t: OTensor) -> tuple:
     return (t.storage, t.offset, t.shape, t.strides)
 
 
-class Engine:
+class Engine(FunctionOps):
     """A model of torch's eager autograd state: grad mode plus the tensors it made."""
 
     def __init__(self, release: Release = NEWEST) -> None:
@@ -304,6 +305,7 @@ class Engine:
         v.no_grad_view = fresh_no_grad or (inherit and t.no_grad_view)
         v.multi_output = fresh_multi or (inherit and t.multi_output)
         modes.mark_view(v, t, self.inference_enabled)
+        v.custom_view = inherit and t.custom_view  # made in a custom Function
         v.attr_version, v._fn = t.counter.value, node
         return v
 
@@ -318,6 +320,8 @@ class Engine:
                 raise OracleError(ErrorKind.NO_GRAD_VIEW_INPLACE, "created in no_grad mode")
             if t.multi_output:
                 raise OracleError(ErrorKind.MULTI_OUTPUT_VIEW_INPLACE)
+            if t.custom_view:
+                raise OracleError(ErrorKind.CUSTOM_FUNCTION_VIEW)
             if t.requires_grad and t.base._fn is None:
                 raise OracleError(ErrorKind.INPLACE_ON_LEAF_VIEW)
         if t.requires_grad and t._fn is None:

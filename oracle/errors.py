@@ -40,6 +40,7 @@ class ErrorKind(enum.Enum):
     MULTI_OUTPUT_VIEW_INPLACE = "This view is the output of a function that returns multiple views"
     INPUT_NO_GRAD = "One of the differentiated Tensors does not require grad"
     GRAD_ASSIGN_MISMATCH = "attempting to assign a gradient"
+    CUSTOM_FUNCTION_VIEW = "This view was created inside a custom Function"
 
 
 # More stable substrings per kind; classify() tries these kinds first, in this order.

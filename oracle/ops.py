@@ -294,6 +294,45 @@ _row(
 )
 _row("copy_", 2, (), "{t0}.copy_({t1})", "copy_", inplace=True, cross_dtype=True)
 _row("zeros_like", 1, (), "torch.zeros_like({t0})", "zeros_like")
+# custom autograd.Functions (their classes: conformance/differential/functions.py) and
+# sin under saved_tensors_hooks (oracle/functions.py); c: a real python scalar
+_row(
+    "fn_scale",
+    1,
+    ("c",),
+    "Scale.apply({t0}, {p0})",
+    "pointwise",
+    dtypes=FC,
+    saves=("self",),  # save_for_backward(x): its backward reads ctx.saved_tensors
+    param_kinds=("custom",),
+    fwd=lambda xs, p, dt: xs[0] * p[0],
+    bwd=lambda g, sv, p, n, s: [g * p[0]],
+)
+_row(
+    "fn_mul_",
+    1,
+    ("c",),
+    "MulDirty.apply({t0}, {p0})",
+    "fn_mul_",
+    dtypes=FC,
+    inplace=True,
+    exact_bump=False,  # the write, then mark_dirty: two bumps
+    param_kinds=("custom",),
+)
+_row("fn_nondiff", 1, (), "SignND.apply({t0})", "fn_nondiff", dtypes=("float",))
+_row("fn_view", 1, (), "ViewFn.apply({t0})", "fn_view", dtypes=FC, view=True)
+for _h in ("detach", "x2_x2"):
+    _row(
+        f"sin_hooked_{_h}",
+        1,
+        (),
+        f"sin_hooked_{_h}({{t0}})",
+        "hooked",
+        dtypes=FC,
+        saves=("self",),
+        fwd=lambda xs, p, dt: np.sin(xs[0]),
+        bwd=_grad1(lambda g, x, p: g * C(np.cos(x))),
+    )
 
 for _n, _p, _k, _tpl in [
     ("getitem", ("index",), ("index",), "{t0}[{p0}]"),

@@ -73,6 +73,7 @@ class OTensor:
         self.no_grad_view = False  # a view made in no_grad mode (or of such a view)
         self.multi_output = False  # an output of unbind, split... (or a view of one)
         self.inference_view = False  # a view of a normal tensor made under inference_mode
+        self.custom_view = False  # returned by a custom Function (or a view of one)
         self.attr_version = 0
         # made under inference_mode (or an alias of such a tensor), and whether it
         # has no version counter at all (the tensor itself and its views)
@@ -134,6 +135,8 @@ class OTensor:
                     ErrorKind.MULTI_OUTPUT_VIEW_INPLACE,
                     "its base or another view of its base has been modified inplace",
                 )
+            if self.custom_view:
+                raise OracleError(ErrorKind.CUSTOM_FUNCTION_VIEW, "its base ... modified inplace")
             from .graph import as_strided_node
 
             self._fn, self.attr_version = as_strided_node(self, self.base), self.counter.value

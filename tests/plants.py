@@ -1969,6 +1969,126 @@ def _():
     tensors.build_case = build_case
 
 
+# --- custom autograd.Functions and saved_tensors_hooks (issue 10) -----------
+
+
+def _function_ctx():
+    return _torch().autograd.function.FunctionCtx
+
+
+@plant(
+    "function_saved_unchecked",
+    "function.saved_version_check",
+    "a custom Function's save_for_backward saves x.data: a later in-place write goes unseen",
+)
+def _():
+    ctx = _function_ctx()
+    original = ctx.save_for_backward
+
+    def save_for_backward(self, *tensors):
+        return original(self, *(t if t is None else t.data for t in tensors))
+
+    ctx.save_for_backward = save_for_backward
+
+
+@plant(
+    "function_saved_unchecked@float64",
+    "function.saved_version_check",
+    "as function_saved_unchecked, for float64 tensors only",
+)
+def _():
+    torch, ctx = _torch(), _function_ctx()
+    original = ctx.save_for_backward
+
+    def save_for_backward(self, *tensors):
+        def keep(t):
+            return t.data if t is not None and t.dtype == torch.float64 else t
+
+        return original(self, *(keep(t) for t in tensors))
+
+    ctx.save_for_backward = save_for_backward
+
+
+@plant(
+    "mark_dirty_ignored",
+    "function.mark_dirty_returns_input",
+    "mark_dirty does nothing: the written input is returned as a new alias, its history "
+    "(grad_fn) unchanged, its version bumped once",
+)
+def _():
+    _function_ctx().mark_dirty = lambda self, *args, **kwargs: None
+
+
+@plant(
+    "non_differentiable_requires_grad",
+    "function.non_differentiable_output",
+    "mark_non_differentiable does nothing: the output requires grad",
+)
+def _():
+    _function_ctx().mark_non_differentiable = lambda self, *args, **kwargs: None
+
+
+@plant(
+    "function_view_copied",
+    "function.view_output",
+    "a view a custom Function returns comes back as a copy: no _base, memory of its own",
+)
+def _():
+    torch = _torch()
+    function = torch.autograd.function.Function
+    original = function.__dict__["apply"].__func__
+
+    def apply(cls, *args, **kwargs):
+        out = original(cls, *args, **kwargs)
+        inputs = [a for a in args if isinstance(a, torch.Tensor)]
+        if isinstance(out, torch.Tensor) and out._base is not None:
+            if all(out is not a for a in inputs):  # (not a dirty input returned)
+                return out.clone()
+        return out
+
+    function.apply = classmethod(apply)
+
+
+def _wrap_saved_hooks(make_pack, make_unpack) -> None:
+    """torch.autograd.graph.saved_tensors_hooks(pack, unpack) with the hooks rewrapped."""
+    graph = _torch().autograd.graph
+    original = graph.saved_tensors_hooks
+
+    class saved_tensors_hooks(original):
+        def __init__(self, pack_hook, unpack_hook):
+            super().__init__(make_pack(pack_hook), make_unpack(unpack_hook))
+
+    graph.saved_tensors_hooks = saved_tensors_hooks
+
+
+@plant(
+    "saved_hooks_unpack_ignored",
+    "saved_hooks.pack_unpack",
+    "unpack's result is dropped: backward uses the tensor as it was saved (a detached alias)",
+)
+def _():
+    def make_pack(pack):
+        return lambda t: (t.detach(), pack(t))
+
+    def make_unpack(unpack):
+        def unpack_ignored(packed):
+            unpack(packed[1])
+            return packed[0]
+
+        return unpack_ignored
+
+    _wrap_saved_hooks(make_pack, make_unpack)
+
+
+@plant(
+    "saved_hooks_pack_twice",
+    "saved_hooks.pack_unpack",
+    "pack runs twice, the second time on what the first returned",
+)
+def _():
+    _wrap_saved_hooks(lambda pack: lambda t: pack(pack(t)), lambda unpack: unpack)
+
+
 # --- schema.*: kernels that break their operator's schema ---------------------
 # Planted where a backend's bug would be: the operator's CPU kernel (or, for
 # the version counter, its ADInplaceOrView kernel) is replaced through

@@ -14,6 +14,8 @@ from random import Random
 
 import torch
 
+from conformance.differential import functions
+
 # A custom autograd.Function that writes its input in place and says so with
 # mark_dirty. Kept as source: the programs and the repro scripts define it.
 MARK_DIRTY_SOURCE = '''\
@@ -34,7 +36,7 @@ class DoubleInPlace(torch.autograd.Function):
 
 def namespace() -> dict:
     """Globals for generated programs: torch and the custom Function."""
-    scope: dict = {"torch": torch}
+    scope: dict = {"torch": torch, **functions.namespace()}  # the differential's too
     exec(compile(MARK_DIRTY_SOURCE, "<mark_dirty>", "exec"), scope)
     return scope
 

@@ -11,6 +11,7 @@ from conformance.compiled.compare import Divergence
 from conformance.compiled.ops import MARK_DIRTY_SOURCE
 from conformance.compiled.program import CompiledProgram
 from conformance.compiled.targets import Target
+from conformance.differential import functions
 
 _OBSERVE = '''\
 def observe(t, version_before=None):
@@ -68,6 +69,7 @@ def repro_script(program: CompiledProgram, target: Target, found: Divergence) ->
     ]
     if "mark_dirty" in program.ops:
         lines += [MARK_DIRTY_SOURCE, ""]
+    lines += functions.prelude(program.ops)  # the differential's custom Functions
     lines += _OBSERVE.splitlines() + [""]
     lines += _SAID.splitlines() + [""]
     lines += program.function_source().splitlines() + [""]

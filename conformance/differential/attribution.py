@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from conformance.differential.function_rules import function_rule
 from conformance.differential.index_params import INDEX_WRITES
 from conformance.differential.lockstep import Discrepancy, Run, execute
 from conformance.differential.minimize import same_failure
@@ -96,6 +97,7 @@ RAISED = {
     "INFERENCE_VIEW_INPLACE": "inference.view_inplace_raises",
     "MULTI_OUTPUT_VIEW_INPLACE": "view.multi_output_inplace_raises",
     "INPUT_NO_GRAD": "grad.autograd_grad_returns",
+    "CUSTOM_FUNCTION_VIEW": "function.view_output",
     "GRAD_ASSIGN_MISMATCH": "grad.assign_checks",
 }
 
@@ -242,6 +244,9 @@ def attribute(run: Run, d: Discrepancy) -> str:
         return GRAD_MODE_RULES[f.step.mode]
     if kind == "raise" and d.expected == "INFERENCE_VIEW_INPLACE":  # (before the history)
         return "inference.view_inplace_raises"
+    rule = function_rule(f)  # custom Functions and saved-tensor hooks: narrower, first
+    if rule is not None:
+        return rule
     if kind in _HISTORY_KINDS and any(n <= d.step for n in run.unrecorded_view_writes):
         return "view.inplace_updates_base_grad"
     if kind == "raise":

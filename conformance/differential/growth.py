@@ -51,6 +51,8 @@ def _family(name: str) -> str:
         return "index"
     if name == "autograd_grad":  # three operands: only its motif makes it
         return "gradapi"
+    if name.startswith(("fn_", "sin_hooked_")):  # custom Functions, hooks: their motifs
+        return "function"
     if spec.view:
         return "view"
     if spec.inplace:

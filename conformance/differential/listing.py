@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from conformance import build
+from conformance.differential import functions
 from conformance.differential.modes import oracle_mode, wrap
 from conformance.differential.torch_calls import call_source
 from oracle import OPS, Engine, OracleError, OTensor
@@ -111,7 +112,7 @@ def step_lines(step: Step, name: str | None, names: list[str], error) -> list[st
 
 
 def listing(program: Program) -> list[str]:
-    lines = []
+    lines = functions.prelude(s.op for s in program.steps)  # custom Functions used
     for step, (name, names, error) in zip(program.steps, trace(program), strict=True):
         lines += step_lines(step, name, names, error)
     return lines
@@ -225,6 +226,7 @@ def repro_script(
         "import torch",
         "",
         _HELPERS,
+        *functions.prelude(s.op for s in program.steps),  # custom Functions used
     ]
     for number, (step, (name, names, error)) in enumerate(zip(program.steps, traced, strict=True)):
         if number == last:

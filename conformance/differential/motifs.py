@@ -16,6 +16,7 @@ from conformance.differential.growth import (
     _fitting,
     _graded,
     _into,
+    _kind,
     _leaf,
     _pick,
 )
@@ -318,3 +319,70 @@ MOTIFS = (
 # motifs above, which the older rules' planted violations rely on.
 SURFACE_MOTIFS: tuple = ()
 SURFACE_MOTIFS += MODE_MOTIFS  # grad modes as modes of their own (mode_motifs.py)
+_FN_SCALES = (2.0, -0.5, 3.0)
+
+
+def _fn_step(draw, g: Growth, op: str, x: int) -> int | None:
+    """A custom Function's (or hooked op's) step on pool tensor x, in grad mode;
+    the index of its result (x itself for MulDirty)."""
+    if _kind(g.pool[x]) not in OPS[op].dtypes or g.pool[x].inference:
+        return None
+    params = (draw(_one_of(_FN_SCALES)),) if OPS[op].params else ()
+    before = len(g.pool)
+    g.apply(Step(op, (x,), params))
+    return len(g.pool) - 1 if len(g.pool) > before else x
+
+
+def _motif_custom_function(draw, g: Growth) -> None:
+    """A custom autograd.Function on a leaf, an intermediate or a view of one:
+    Scale (its saved input then written in place or not), MulDirty (mark_dirty),
+    SignND (a non-differentiable output) or ViewFn (a view, then written or its
+    base written); then backward."""
+    x = _graded(draw, g)
+    y = x
+    if draw(_ints(0, 3)):  # mostly on an intermediate, so that writes are allowed
+        y = _apply_op(draw, g, draw(_one_of(("mul_s", "clone"))), x, no_grad=False) or x
+        if draw(_ints(0, 2)) == 0:  # or a view of one
+            y = _apply_op(draw, g, draw(_one_of(("getitem", "transpose", "select"))), y) or y
+    op = draw(_one_of(("fn_scale", "fn_scale", "fn_mul_", "fn_mul_", "fn_nondiff", "fn_view")))
+    z = _fn_step(draw, g, op, y)
+    if z is None:
+        return
+    written = None
+    if op in ("fn_scale", "fn_view") and draw(_BOOLS):  # its saved input, its output or base
+        written = draw(_one_of((y, z))) if op == "fn_view" else y
+    elif op == "fn_mul_" and draw(_BOOLS):
+        written = z
+    if written is not None:
+        writes = _fitting(("mul_s_", "add_s_", "neg_"), g.pool[written])
+        if writes:
+            _apply_op(draw, g, draw(_one_of(writes)), written, no_grad=draw(_ints(0, 3)) == 0)
+    out = z
+    if op == "fn_nondiff":  # backward through something that requires grad
+        out = _apply_op(draw, g, "mul", y, other=z, no_grad=False) or y
+    _backward(draw, g, out if draw(_ints(0, 3)) else y)
+
+
+def _motif_saved_tensor_hooks(draw, g: Growth) -> None:
+    """sin under saved_tensors_hooks (pack x.detach() / unpack as is; or pack 2x /
+    unpack twice that), its saved input then written in place or not; backward."""
+    x = _graded(draw, g)
+    y = x
+    if draw(_ints(0, 3)):
+        y = _apply_op(draw, g, draw(_one_of(("mul_s", "clone"))), x, no_grad=False) or x
+    op = draw(_one_of(("sin_hooked_detach", "sin_hooked_x2_x2")))
+    z = _fn_step(draw, g, op, y)
+    if z is None:
+        return
+    if draw(_BOOLS):  # the saved input written in place (under no_grad if a leaf)
+        writes = _fitting(("mul_s_", "add_s_", "neg_"), g.pool[y])
+        if writes:
+            leaf = g.pool[y]._fn is None
+            _apply_op(draw, g, draw(_one_of(writes)), y, no_grad=leaf or None)
+    _backward(draw, g, z)
+
+
+SURFACE_MOTIFS += (
+    _motif_custom_function,
+    _motif_saved_tensor_hooks,
+)

@@ -13,6 +13,7 @@ from functools import cache
 
 import torch
 
+from conformance.differential import functions
 from oracle import OPS
 
 
@@ -27,7 +28,7 @@ def compiled(op: str) -> Callable:
     body = spec.torch.format(**{n: n for n in tensors + params})
     source = f"def call({', '.join(tensors + params)}):\n    "
     source += body if spec.statement else f"return {body}"
-    namespace: dict = {"torch": torch}
+    namespace: dict = {"torch": torch, **functions.namespace()}  # custom Functions
     exec(compile(source, f"<{op}>", "exec"), namespace)
     return namespace["call"]
 

@@ -21,7 +21,8 @@ add_ sub_ mul_ div_ add_s_ sub_s_ mul_s_ div_s_ zero_ fill_ exp_ tanh_ sigmoid_ 
 clamp_ setitem setitem_s backward backward_g requires_grad_ retain_grad zero_grad
 narrow diagonal movedim swapaxes swapdims unflatten unfold as_strided mT T H mH adjoint
 unbind_k split_k split_with_sizes_k chunk_k tensor_split_k hsplit_k vsplit_k
-setitem_t index_put_ masked_fill_ index_add_ index_copy_ scatter_ autograd_grad set_grad""".split()
+setitem_t index_put_ masked_fill_ index_add_ index_copy_ scatter_ autograd_grad set_grad
+fn_scale fn_mul_ fn_nondiff fn_view sin_hooked_detach sin_hooked_x2_x2""".split()
 
 
 def test_every_op_has_one_consistent_row():
@@ -84,6 +85,8 @@ def test_tolerance_and_classify():
 
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_a_failed_call_leaves_the_state_alone(name):
+    if name == "fn_mul_":  # MulDirty writes, then refuses the leaf (tests/oracle/test_functions.py)
+        return
     eng = Engine()
     w = eng.leaf(np.ones((2, 3)), "float32", requires_grad=True)
     before = (w.values(), w.version, w.requires_grad, w.is_leaf, w.grad)

@@ -1,0 +1,44 @@
+"""Attribution for custom autograd.Functions and saved-tensor hooks: the rule a
+discrepancy breaks when it happens at one of their steps, or at a backward
+whose graph goes through one. None: not theirs (attribution goes on)."""
+
+from __future__ import annotations
+
+FUNCTION_RULES = {  # a discrepancy at the step itself
+    "fn_scale": "function.saved_version_check",
+    "fn_mul_": "function.mark_dirty_returns_input",
+    "fn_nondiff": "function.non_differentiable_output",
+    "fn_view": "function.view_output",
+    "sin_hooked_detach": "saved_hooks.pack_unpack",
+    "sin_hooked_x2_x2": "saved_hooks.pack_unpack",
+}
+HOOKED = ("sin_hooked_detach", "sin_hooked_x2_x2")
+_BACKWARD = ("backward", "backward_g", "autograd_grad")
+
+
+def function_rule(f) -> str | None:
+    """f: attribution.Facts."""
+    d, op = f.d, f.step.op
+    if d.kind == "raise" and "CUSTOM_FUNCTION_VIEW" in (d.expected, d.actual):
+        return "function.view_output"
+    if op in FUNCTION_RULES:
+        return FUNCTION_RULES[op]
+    if op not in _BACKWARD:
+        return None
+    feeding = {f.origins[k].op for k in f.ancestry(f.step.tensors[0])}
+    dirty = any(s.op == "fn_mul_" for s in f.steps[: d.step])  # (it makes no tensor)
+    if not feeding & set(FUNCTION_RULES) and not dirty:
+        return None
+    hooked = bool(feeding & set(HOOKED))
+    if d.kind == "raise" and "SAVED_TENSOR_MODIFIED" in (d.expected, d.actual):
+        if hooked and d.actual == "SAVED_TENSOR_MODIFIED":  # torch checked a hooked one
+            return "saved_hooks.pack_unpack"
+        if "fn_scale" in feeding:
+            return "function.saved_version_check"
+        return None
+    if d.kind == "grad":
+        if hooked:
+            return "saved_hooks.pack_unpack"
+        if dirty:
+            return "function.mark_dirty_returns_input"
+    return None

@@ -1,0 +1,171 @@
+"""Custom autograd.Functions and saved-tensor hooks. A Function's saved
+tensors are version-checked as a built-in op's; mark_dirty returns the input
+itself, rebased into the graph; a non-differentiable output requires no grad;
+a returned view may not be written in place. Inside saved_tensors_hooks,
+pack runs once per saved tensor, unpack once at backward, and backward
+computes with what unpack returned."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.check import attributed_to, expect, expect_no_raise, expect_raises, expect_values
+from conformance.differential.functions import namespace
+from conformance.harness import Example
+from strategies.dtypes import round_to
+from strategies.layouts import WRITABLE_LAYOUTS
+
+FN = namespace()
+_SCALES = st.sampled_from((2.0, -0.5, 3.0))
+
+
+def _nonleaf(ex: Example, dtypes=None):
+    kinds = WRITABLE_LAYOUTS
+    return ex.tensor("x", dtypes=dtypes or ex.grad_dtypes(), roles=("nonleaf",), layout_kinds=kinds)
+
+
+def _g(ex: Example, x, device):
+    g = ex.gradient(x)
+    return g, torch.tensor(g, dtype=x.tensor.dtype, device=device)
+
+
+@pytest.mark.invariant("function.saved_version_check")
+@given(data=st.data())
+def test_function_saved_input_written_makes_backward_raise(device, data):
+    ex = Example(data, device)
+    x = _nonleaf(ex)
+    c = ex.draw(_SCALES, "c")
+    with attributed_to("function.saved_version_check", "Scale.apply(x, c)"):
+        z = FN["Scale"].apply(x.tensor, c)
+    written = ex.draw(st.booleans(), "x written in place after the call")
+    g, tg = _g(ex, x, device)
+    if written:
+        x.tensor.mul_(1.5)
+        expect_raises(
+            "function.saved_version_check",
+            "SAVED_TENSOR_MODIFIED",
+            lambda: z.backward(tg),
+            "backward after the saved input was written",
+        )
+        return
+    with attributed_to("function.saved_version_check", "backward through Scale"):
+        z.backward(tg)
+    want = round_to(x.grad_for_root(round_to(g * c, x.dtype)), x.dtype)
+    expect_values("function.saved_version_check", x.root.grad, want, "the gradient")
+
+
+@pytest.mark.invariant("function.mark_dirty_returns_input")
+@given(data=st.data())
+def test_mark_dirty_returns_the_input_rebased(device, data):
+    ex = Example(data, device)
+    x = _nonleaf(ex)
+    c = ex.draw(_SCALES, "c")
+    before, t = x.tensor._version, x.tensor
+    with attributed_to("function.mark_dirty_returns_input", "MulDirty.apply(x, c)"):
+        r = FN["MulDirty"].apply(t, c)
+    rule = "function.mark_dirty_returns_input"
+    expect(rule, r is t, "the Function did not return its input itself")
+    expect(rule, t._version == before + 2, f"version {before} -> {t._version}, not +2")
+    expect_values(rule, t, round_to(x.values * c, x.dtype), "x after the write")
+    node = t.grad_fn if t._base is None else t._base.grad_fn
+    name = type(node).__name__
+    want = "MulDirtyBackward" if t._base is None else "CopySlices"
+    expect(rule, name == want, f"grad_fn after the write is {name}, not {want}")
+    g, tg = _g(ex, x, device)
+    with attributed_to(rule, "backward through MulDirty"):
+        t.backward(tg)
+    want_g = round_to(x.grad_for_root(round_to(g * c, x.dtype)), x.dtype)
+    expect_values(rule, x.root.grad, want_g, "the gradient")
+
+
+@pytest.mark.invariant("function.mark_dirty_returns_input")
+@given(data=st.data())
+def test_mark_dirty_on_a_leaf_that_requires_grad_raises(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("x", dtypes=ex.grad_dtypes(), roles=("leaf",), layout_kinds=WRITABLE_LAYOUTS)
+    expect_raises(
+        "function.mark_dirty_returns_input",
+        "INPLACE_ON_LEAF",
+        lambda: FN["MulDirty"].apply(x.tensor, 2.0),
+        "MulDirty.apply(a leaf that requires grad)",
+    )
+
+
+@pytest.mark.invariant("function.non_differentiable_output")
+@given(data=st.data())
+def test_non_differentiable_output_requires_no_grad(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("x", dtypes=ex.dtypes(("float",)), roles=("leaf", "nonleaf", "view"))
+    with attributed_to("function.non_differentiable_output", "SignND.apply(x)"):
+        z = FN["SignND"].apply(x.tensor)
+    rule = "function.non_differentiable_output"
+    expect(rule, not z.requires_grad, "the non-differentiable output requires grad")
+    expect(rule, z.grad_fn is None, f"it has grad_fn {z.grad_fn}")
+    expect_values(rule, z, round_to(np.sign(x.values), x.dtype), "its values")
+
+
+@pytest.mark.invariant("function.view_output")
+@given(data=st.data())
+def test_view_output_cannot_be_written(device, data):
+    ex = Example(data, device)
+    x = _nonleaf(ex)
+    rule = "function.view_output"
+    with attributed_to(rule, "ViewFn.apply(x)"):
+        v = FN["ViewFn"].apply(x.tensor)
+    base = x.tensor if x.tensor._base is None else x.tensor._base
+    expect(rule, v._base is base, "the output is not a view of x's base")
+    expect(rule, type(v.grad_fn).__name__ == "ViewFnBackward", f"grad_fn {v.grad_fn}")
+    if ex.draw(st.booleans(), "write the output (else its input)"):
+        expect_raises(rule, "CUSTOM_FUNCTION_VIEW", lambda: v.mul_(2), "v.mul_(2)")
+        return
+    x.tensor.mul_(2)
+    expect_raises(rule, "CUSTOM_FUNCTION_VIEW", lambda: v.grad_fn, "v.grad_fn after x.mul_(2)")
+
+
+@pytest.mark.invariant("saved_hooks.pack_unpack")
+@given(data=st.data())
+def test_saved_tensors_hooks_pack_once_unpack_once(device, data):
+    ex = Example(data, device)
+    x = _nonleaf(ex)
+    rule = "saved_hooks.pack_unpack"
+    calls = []
+
+    def pack(t):
+        calls.append("pack")
+        return t * 2
+
+    def unpack(p):
+        calls.append("unpack")
+        return p * 2
+
+    with attributed_to(rule, "x.sin() under saved_tensors_hooks"):
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            z = x.tensor.sin()
+    expect(rule, calls == ["pack"], f"hooks called {calls} when sin saved x")
+    g, tg = _g(ex, x, device)
+    with attributed_to(rule, "backward"):
+        z.backward(tg)
+    expect(rule, calls == ["pack", "unpack"], f"hooks called {calls} by the end of backward")
+    four_x = round_to(round_to(x.values * 2, x.dtype) * 2, x.dtype)
+    want = round_to(x.grad_for_root(round_to(g * np.conj(np.cos(four_x)), x.dtype)), x.dtype)
+    expect_values(rule, x.root.grad, want, "the gradient, from sin at unpack's 4 * x")
+
+
+@pytest.mark.invariant("saved_hooks.pack_unpack")
+@given(data=st.data())
+def test_saved_tensors_hooks_skip_the_version_check(device, data):
+    ex = Example(data, device)
+    x = _nonleaf(ex)
+    rule = "saved_hooks.pack_unpack"
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), lambda t: t):
+        z = x.tensor.sin()
+    x.tensor.mul_(2)  # no version check: backward reads the written values
+    g, tg = _g(ex, x, device)
+    expect_no_raise(rule, lambda: z.backward(tg), "backward after the hooked saved x was written")
+    now = round_to(x.values * 2, x.dtype)
+    want = round_to(x.grad_for_root(round_to(g * np.conj(np.cos(now)), x.dtype)), x.dtype)
+    expect_values(rule, x.root.grad, want, "the gradient, from sin at the written x")

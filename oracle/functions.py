@@ -1,0 +1,116 @@
+"""Custom autograd.Functions and saved-tensor hooks in the model (issue 10).
+
+The suite's Functions (their torch source is conformance/differential/functions.py)
+and the ops it runs under torch.autograd.graph.saved_tensors_hooks, each one
+short method of the Engine (mixed in). What was measured on torch 2.13.0:
+
+- Scale (x * c, save_for_backward(x)): its backward reads ctx.saved_tensors, so
+  a saved input written in place since makes backward raise, as a built-in op's.
+- MulDirty (x.mul_(c), mark_dirty(x)): returns x itself; x's version goes up
+  twice (the write, then mark_dirty); a leaf that requires grad raises after
+  the write (raw grad_fn field), a view goes through rebase_history's checks,
+  else the Function's node becomes x's history (its base's, for a view).
+- SignND (x.sign(), mark_non_differentiable): the output requires no grad.
+- ViewFn (x.view_as(x)): a view of x whose grad_fn is the Function's node;
+  torch marks it made in a custom Function: writing it in place raises, and
+  once it or its base was written, reading its grad_fn raises.
+- sin under hooks: pack runs once when sin saves x, unpack once at backward,
+  and the gradient is computed from what unpack returned; a tensor saved
+  through hooks has no version check (nor the detached-in-place check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from . import geometry as geo
+from .dtypes import op_values, round_to
+from .errors import ErrorKind, OracleError
+from .graph import Node, Saved
+from .ops import OPS, OpSpec
+from .tensor import OTensor, new_tensor, strided
+
+# unpack(pack(x)) of the hook pairs the suite uses: "detach" packs x.detach()
+# (the saved memory, read when unpacked) and unpacks it as it is; "x2_x2"
+# packs 2 * x (a new tensor) and unpacks twice that
+HOOKS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "detach": lambda v: v,
+    "x2_x2": lambda v: v * 2,  # (pack's doubling is made when saving)
+}
+
+
+class HookedSaved(Saved):
+    """A tensor saved while saved_tensors_hooks were active: what pack returned is
+    kept (a detached alias reads the memory as it is at backward, a clone the
+    values at save time), unpack's result is used, and nothing is checked."""
+
+    def __init__(self, t: OTensor, hooks: str) -> None:
+        super().__init__(t, copy=hooks != "detach")
+        if self.copy is not None:  # pack's own result, rounded to the dtype
+            self.copy = round_to(op_values(self.copy, t.dtype) * 2, t.dtype)
+        self.hooks = hooks
+
+    def unpack(self) -> np.ndarray:
+        if self.released:
+            raise OracleError(ErrorKind.BACKWARD_TWICE)
+        packed = self.copy if self.copy is not None else strided(*self.geom).copy()
+        unpacked = round_to(HOOKS[self.hooks](op_values(packed, self.dtype)), self.dtype)
+        return op_values(unpacked, self.dtype)
+
+
+class FunctionOps:
+    """Engine methods for the custom Functions and the hooked ops (a mixin)."""
+
+    def _op_fn_mul_(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        """MulDirty.apply(x, c): x.mul_(c) inside forward, mark_dirty(x), return x."""
+        t = ts[0]
+        need = self._needs_grad(ts)
+        if not self.grad_enabled and t.requires_grad:
+            self.undefined = "a dirty input that requires grad under no_grad: not modelled"
+        edges = [t.edge()] if need else None
+        self._check_write(t, None)  # forward's own mul_
+        with np.errstate(all="ignore"):
+            values = op_values(t.values(), t.dtype) * p[0]
+        self._write(t, values)
+        t.counter.value += 1  # mark_dirty bumps the version again
+        if need:
+            if t._fn is None and t.requires_grad:  # torch reads the raw field
+                raise OracleError(ErrorKind.INPLACE_ON_LEAF)
+            self._check_inplace(t, True)  # rebase_history: a view's creation meta
+            c = p[0]
+            node = Node(spec.name, edges, lambda g, sv, needs: [g * c], (t.shape, t.dtype))
+            self._rebase(t, node)
+        return t
+
+    def _op_fn_nondiff(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        """SignND.apply(x): x.sign(), marked non-differentiable: no grad, no grad_fn."""
+        t = ts[0]
+        if self._needs_grad(ts):  # apply collects its inputs' edges all the same
+            t.edge()
+        strides = geo.elementwise_strides(t.shape, [(t.shape, t.strides)])
+        values = round_to(np.sign(op_values(t.values(), t.dtype)), t.dtype)
+        return new_tensor(values, t.dtype, strides, t.device)
+
+    def _op_fn_view(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        """ViewFn.apply(x): x.view_as(x), returned as a view made in a custom Function."""
+        t = ts[0]
+        need = self._needs_grad(ts)
+        edges = [t.edge()] if need else None
+        geom = (t.shape, t.strides, t.offset, lambda g, in_shape: g)
+        v = self._view_result(spec.name, t, geom, edges)
+        if need and v.base is not None:  # CreationMeta::IN_CUSTOM_FUNCTION
+            v.no_grad_view = v.multi_output = False
+            v.custom_view = True
+        return v
+
+    def _op_hooked(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        """x.sin() under saved_tensors_hooks(pack, unpack): pack when sin saves x,
+        and the gradient from unpack's result."""
+        out = self._op_pointwise(spec, ts, p)
+        self._check_unstable(OPS["sin"], ts)
+        fn = out._fn
+        if fn is not None and "self" in fn.saved:  # (an inference x raised before pack)
+            fn.saved["self"] = HookedSaved(ts[0], spec.name.removeprefix("sin_hooked_"))
+        return out

@@ -1,0 +1,118 @@
+"""Custom Functions and saved-tensor hooks in the model, by hand-worked
+examples and finite differences (no torch here)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oracle import Engine, ErrorKind
+
+from .helpers import numeric_grads, raises
+
+E = ErrorKind
+
+
+def _leaf(eng, values, rg=True):
+    return eng.leaf(np.array(values, dtype=float), "float64", rg)
+
+
+def _backward(eng, out):
+    eng.call("backward_g", [out, _leaf(eng, np.ones(out.shape), False)], (False,))
+
+
+def test_scale_saved_input_written_makes_backward_raise():
+    eng = Engine()
+    x = _leaf(eng, [1.0, 2.0])
+    y = eng.call("mul_s", [x], (1.0,))
+    z = eng.call("fn_scale", [y], (3.0,))
+    np.testing.assert_array_equal(z.values(), [3.0, 6.0])
+    eng.call("add_s_", [y], (1.0,))
+    raises(E.SAVED_TENSOR_MODIFIED, _backward, eng, z)
+
+
+def test_scale_gradient_matches_finite_differences():
+    def chain(e, ts):
+        return e.call("fn_scale", [e.call("sin", [ts[0]])], (-0.5,))
+
+    xs = [np.array([0.3, -0.7])]
+    eng = Engine()
+    x = eng.leaf(xs[0], "float64", True)
+    _backward(eng, chain(eng, [x]))
+    (want,) = numeric_grads(chain, xs, "float64", np.ones(2))
+    np.testing.assert_allclose(x.grad, want, rtol=1e-6)
+
+
+def test_mark_dirty_returns_the_input_bumped_twice_and_rebased():
+    eng = Engine()
+    x = _leaf(eng, [1.0, 2.0])
+    y = eng.call("mul_s", [x], (1.0,))
+    r = eng.call("fn_mul_", [y], (3.0,))
+    assert r is y and y.version == 2 and y.grad_fn().name == "fn_mul_"
+    np.testing.assert_array_equal(y.values(), [3.0, 6.0])
+    _backward(eng, y)
+    np.testing.assert_array_equal(x.grad, [3.0, 3.0])
+
+
+def test_mark_dirty_on_a_view_rewrites_the_base_and_on_a_leaf_raises_after_writing():
+    eng = Engine()
+    x = _leaf(eng, [[1.0, 1.0], [1.0, 1.0]])
+    y = eng.call("mul_s", [x], (1.0,))
+    v = eng.call("select", [y], (0, 0))
+    eng.call("fn_mul_", [v], (3.0,))
+    assert y.grad_fn().name == "CopySlices" and y.version == 2
+    _backward(eng, y)
+    np.testing.assert_array_equal(x.grad, [[3.0, 3.0], [1.0, 1.0]])
+    leaf = _leaf(eng, [1.0, 2.0])
+    raises(E.INPLACE_ON_LEAF, eng.call, "fn_mul_", [leaf], (2.0,))
+    assert leaf.version == 2  # torch 2.13 writes first, then refuses
+    np.testing.assert_array_equal(leaf.values(), [2.0, 4.0])
+
+
+def test_non_differentiable_output():
+    eng = Engine()
+    x = _leaf(eng, [1.5, -2.0, 0.0])
+    z = eng.call("fn_nondiff", [x])
+    assert not z.requires_grad and z.grad_fn() is None
+    np.testing.assert_array_equal(z.values(), [1.0, -1.0, 0.0])
+
+
+def test_view_output_refuses_writes_and_a_written_base():
+    eng = Engine()
+    x = _leaf(eng, [1.0, 2.0])
+    y = eng.call("mul_s", [x], (1.0,))
+    v = eng.call("fn_view", [y])
+    assert v.base is y and v.storage is y.storage and v.grad_fn().name == "fn_view"
+    raises(E.CUSTOM_FUNCTION_VIEW, eng.call, "mul_s_", [v], (2.0,))
+    eng.call("mul_s_", [y], (2.0,))
+    raises(E.CUSTOM_FUNCTION_VIEW, v.grad_fn)
+    w = eng.call("fn_view", [_leaf(eng, [1.0], False)])  # nothing recorded: an ordinary view
+    eng.call("mul_s_", [w], (2.0,))
+
+
+def test_view_output_under_no_grad_is_a_no_grad_view():
+    eng = Engine()
+    y = eng.call("mul_s", [_leaf(eng, [1.0, 2.0])], (1.0,))
+    with eng.no_grad():
+        v = eng.call("fn_view", [y])
+    assert v.no_grad_view and not v.custom_view
+    raises(E.NO_GRAD_VIEW_INPLACE, eng.call, "mul_s_", [v], (2.0,))
+
+
+def test_hooks_detach_no_version_check_reads_the_written_values():
+    eng = Engine()
+    x = _leaf(eng, [0.5, 1.0])
+    y = eng.call("mul_s", [x], (1.0,))
+    z = eng.call("sin_hooked_detach", [y])
+    eng.call("mul_s_", [y], (3.0,))
+    _backward(eng, z)
+    np.testing.assert_allclose(x.grad, np.cos([1.5, 3.0]))
+
+
+def test_hooks_x2_x2_backward_uses_unpacks_value():
+    eng = Engine()
+    x = _leaf(eng, [0.5, 1.0])
+    z = eng.call("sin_hooked_x2_x2", [x])
+    np.testing.assert_allclose(z.values(), np.sin([0.5, 1.0]))
+    _backward(eng, z)
+    np.testing.assert_allclose(x.grad, np.cos([2.0, 4.0]))
+    raises(E.BACKWARD_TWICE, _backward, eng, z)
