@@ -83,3 +83,15 @@ def test_repro_scripts_compare_empty_tensors_with_their_shape():
     assert close(torch.empty((0, 2)), expected, 0.0, 0.0)
     assert not close(torch.empty((0, 3)), expected, 0.0, 0.0)
     assert close(torch.tensor([1.0, 2.0]), eval(_values(np.array([1.0, 2.0])), scope), 0.0, 0.0)  # noqa: S307
+
+
+def test_minimizer_plain_values_keep_the_leaf_kind():
+    import numpy as np
+
+    from conformance.differential.minimize import _plain_values
+    from strategies.programs import Leaf, Step
+
+    leaf = Leaf(np.array([2.0, 3.0]), "float32", "cpu", requires_grad=False, inference=True)
+    plain = _plain_values(Step("leaf", leaf=leaf)).leaf
+    assert plain.inference and plain.dtype == "float32" and not plain.requires_grad
+    assert plain.values.tolist() == [1.0, 1.0]

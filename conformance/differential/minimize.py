@@ -18,7 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from conformance.differential.lockstep import Discrepancy, Run, execute
-from strategies.programs import Leaf, Program, Step
+from strategies.programs import Program, Step
 
 # A failing build may fail in many chains of the differential at once; each
 # minimization is bounded so that such a run stays within twice a clean one.
@@ -57,11 +57,8 @@ def without(program: Program, removed: set[int]) -> Program:
 
 
 def _plain_values(step: Step) -> Step:
-    leaf = step.leaf
-    values = np.ones_like(leaf.values)
-    return Step(
-        "leaf", (), (), step.no_grad, Leaf(values, leaf.dtype, leaf.device, leaf.requires_grad)
-    )
+    # only the values: a leaf made under inference_mode stays one
+    return replace(step, leaf=replace(step.leaf, values=np.ones_like(step.leaf.values)))
 
 
 def same_failure(first: Discrepancy) -> Callable[[Run, Discrepancy], bool]:
