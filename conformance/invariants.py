@@ -653,6 +653,42 @@ CATALOGUE: tuple[Invariant, ...] = (
         "tools/autograd/derivatives.yaml (index_put, index_copy, index_add, scatter.src, "
         "masked_fill.Scalar)",
     ),
+    # --- the wider autograd surface (issue 10): out=, resize_, set_, _foreach_ ----------
+    Invariant(
+        "out.writes_out",
+        "op(..., out=o) returns o itself, holding the result, in o's own memory; o's version "
+        "goes up and the inputs are unchanged.",
+        "out (Tensor, optional) - the output tensor.",
+        "torch/_torch_docs.py (torch.add, torch.mul, torch.exp, torch.neg: the out argument)",
+    ),
+    Invariant(
+        "out.resizes_out",
+        "An out of another shape than the result is resized to it (its storage kept when it "
+        "fits); a non-empty one with a UserWarning, an empty one silently.",
+        "An output with one or more elements was resized since it had shape [...], which does "
+        "not match the required output shape [...]. This behavior is deprecated, and in a "
+        "future PyTorch release outputs will not be resized unless they have zero elements.",
+        "aten/src/ATen/native/Resize.cpp (resize_output_check)",
+    ),
+    Invariant(
+        "out.no_autograd",
+        "In grad mode, a call with out= raises when any argument (out included) requires grad; "
+        "under no_grad it runs and records nothing: out keeps its requires_grad and grad_fn.",
+        "functions with out=... arguments don't support automatic differentiation, but one of "
+        "the arguments requires grad.",
+        "torch/csrc/autograd/VariableTypeUtils.h (throw_error_out_requires_grad)",
+    ),
+    Invariant(
+        "out.dtype_cast",
+        "The result is cast into out's dtype where torch.can_cast allows it (never to a lower "
+        "kind: complex to real, float to integer, anything to bool), else the call raises "
+        "before writing (neg takes only an out of its input's dtype).",
+        "When the output tensor of an arithmetic operation is specified, we allow casting to "
+        "its dtype except that: An integral output tensor cannot accept a floating point "
+        "tensor. A boolean output tensor cannot accept a non-boolean tensor. A non-complex "
+        "output tensor cannot accept a complex tensor.",
+        "docs/source/tensor_attributes.rst (Type promotion doc)",
+    ),
     # --- the wider autograd surface (issue 10): gradient APIs ----------------------------
     Invariant(
         "grad.autograd_grad_returns",

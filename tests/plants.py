@@ -1652,6 +1652,113 @@ def _():
     _replace("index_copy_", make)
 
 
+# --- the wider autograd surface (issue 10): out=, resize_, set_, _foreach_ ------------
+
+_OUT_FUNCTIONS = ("add", "mul", "exp", "neg")
+
+
+def _replace_out(make: Callable[[Callable], Callable]) -> None:
+    """torch.add/mul/exp/neg = make(original), for calls with out= only."""
+    torch = _torch()
+    for name in _OUT_FUNCTIONS:
+        original = getattr(torch, name)
+        wrong = make(original)
+
+        def call(*args, out=None, _original=original, _wrong=wrong, **kwargs):
+            if out is None:
+                return _original(*args, **kwargs)
+            return _wrong(*args, out=out, **kwargs)
+
+        functools.update_wrapper(call, original, updated=())
+        setattr(torch, name, call)
+
+
+@plant("out_returns_new", "out.writes_out", "op(..., out=o) writes o but returns a new tensor")
+def _():
+    def make(original):
+        def call(*args, out, **kwargs):
+            return original(*args, out=out, **kwargs).clone()
+
+        return call
+
+    _replace_out(make)
+
+
+@plant("out_no_bump", "out.writes_out", "op(..., out=o) leaves o's version where it was")
+def _():
+    def make(original):
+        def call(*args, out, **kwargs):
+            before = out._version
+            result = original(*args, out=out, **kwargs)
+            _set_version(out, before)
+            return result
+
+        return call
+
+    _replace_out(make)
+
+
+@plant(
+    "out_resize_silent@nonempty",
+    "out.resizes_out",
+    "an out= tensor with elements is resized to the result's shape without the warning",
+)
+def _():
+    import warnings
+
+    def make(original):
+        def call(*args, out, **kwargs):
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="An output with one or more elements")
+                return original(*args, out=out, **kwargs)
+
+        return call
+
+    _replace_out(make)
+
+
+@plant(
+    "out_accepts_grad",
+    "out.no_autograd",
+    "op(..., out=o) in grad mode runs, untracked, where an argument requires grad",
+)
+def _():
+    torch = _torch()
+
+    def make(original):
+        def call(*args, out, **kwargs):
+            with torch.no_grad():
+                return original(*args, out=out, **kwargs)
+
+        return call
+
+    _replace_out(make)
+
+
+@plant(
+    "out_cast_truncates@float64",
+    "out.dtype_cast",
+    "a result of another dtype cast into a float64 out= tensor loses its fraction",
+)
+def _():
+    torch = _torch()
+
+    def make(original):
+        def call(*args, out, **kwargs):
+            result = original(*args, out=out, **kwargs)
+            inputs = [a for a in args if isinstance(a, torch.Tensor)]
+            if out.dtype == torch.float64 and any(a.dtype != torch.float64 for a in inputs):
+                before = out._version
+                with torch.no_grad():
+                    out.trunc_()
+                _set_version(out, before)
+            return result
+
+        return call
+
+    _replace_out(make)
+
+
 # --- the wider autograd surface (issue 10): gradient APIs ---------------------------
 
 

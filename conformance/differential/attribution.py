@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from conformance.differential import writes
 from conformance.differential.index_params import INDEX_WRITES
 from conformance.differential.lockstep import Discrepancy, Run, execute
 from conformance.differential.minimize import same_failure
@@ -236,6 +237,8 @@ _HISTORY_KINDS = ("raise", "grad", "requires_grad", "has_grad_fn", "is_leaf")
 def attribute(run: Run, d: Discrepancy) -> str:
     f = Facts(run, d)
     kind = d.kind
+    if (written := writes.rule(f)) is not None:  # out=, resize_, set_, _foreach_
+        return written
     if kind in _HISTORY_KINDS and any(n <= d.step for n in run.unrecorded_view_writes):
         return "view.inplace_updates_base_grad"
     if kind == "raise":

@@ -50,6 +50,8 @@ def _family(name: str) -> str:
         return "index"
     if name == "autograd_grad":  # three operands: only its motif makes it
         return "gradapi"
+    if spec.impl == "writes":  # out=, resize_, set_, _foreach_: only their motifs
+        return "writes"
     if spec.view:
         return "view"
     if spec.inplace:

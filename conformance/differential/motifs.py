@@ -20,6 +20,7 @@ from conformance.differential.growth import (
     _pick,
 )
 from conformance.differential.view_params import CHOSEN
+from conformance.differential.writes import WRITE_MOTIFS
 from oracle import OPS
 from strategies.programs import Step, expand_shape
 
@@ -315,4 +316,4 @@ MOTIFS = (
 # hooks, modes, dtype views): drawn as a family of its own (generate.py), so
 # that a motif added here shares that family's turns and never thins out the
 # motifs above, which the older rules' planted violations rely on.
-SURFACE_MOTIFS: tuple = ()
+SURFACE_MOTIFS: tuple = () + WRITE_MOTIFS

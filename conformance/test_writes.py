@@ -1,0 +1,206 @@
+"""Writes the core ops lack: `out=` arguments (and, below, resize_, set_ and
+the _foreach_ in-place ops). op(..., out=o) writes the result into o and
+returns o: o's own memory, its version up, resized when its shape differs
+(with a warning unless it was empty), the result cast into o's dtype where
+torch.can_cast allows it, and never recorded by autograd: in grad mode an
+argument that requires grad is refused. Expected values come from NumPy at
+the dtype the op computes in, and are compared at that dtype's tolerance
+(a complex64 result stored in complex128 carries complex64's rounding)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from conformance.check import close, expect, expect_raises, storage_id
+from conformance.harness import Example
+from oracle.dtypes import kind, round_to
+from oracle.write_ops import SAME_DTYPE, can_cast
+from strategies.dtypes import DTYPES, elements
+from strategies.tensors import TORCH_DTYPES, to_numpy
+
+RESIZED = "An output with one or more elements was resized"
+
+# name: (torch call with out=, NumPy formula, arity, dtype kinds of the inputs)
+OPS = {
+    "add": (lambda a, b, out: torch.add(a, b, out=out), np.add, 2, ("float", "complex", "int")),
+    "mul": (lambda a, b, out: torch.mul(a, b, out=out), np.multiply, 2, ("float", "complex")),
+    "exp": (lambda a, b, out: torch.exp(a, out=out), np.exp, 1, ("float", "complex")),
+    "neg": (lambda a, b, out: torch.neg(a, out=out), np.negative, 1, ("float", "complex", "int")),
+}
+_SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=3)
+
+
+def _values(ex: Example, shape, dtype: str, label: str) -> np.ndarray:
+    bounded = elements(dtype)
+    if kind(dtype) in ("float", "complex"):  # exp of moderate values: no overflow to compare
+        bounded = bounded.filter(lambda v: abs(v) < 8)
+    return ex.draw(hnp.arrays(DTYPES[dtype].compute_dtype, shape, elements=bounded), label)
+
+
+def _case(ex: Example, label: str = "op"):
+    """(name, call, inputs as tensors, the result as NumPy computes it, its dtype)."""
+    name = ex.draw(st.sampled_from(sorted(OPS)), label)
+    call, formula, arity, kinds = OPS[name]
+    dtype = ex.draw(st.sampled_from(ex.dtypes(kinds)), "input dtype")
+    shape = ex.draw(_SHAPES, "shape")
+    arrays = [_values(ex, shape, dtype, f"input {i}") for i in range(arity)]
+    tensors = [torch.tensor(a, dtype=TORCH_DTYPES[dtype], device=ex.device) for a in arrays]
+    with np.errstate(all="ignore"):
+        want = round_to(
+            formula(*[a.astype(np.complex64) if dtype == "complex64" else a for a in arrays]), dtype
+        )
+    return name, call, tensors, np.asarray(want).reshape(shape), dtype
+
+
+def _run(call, tensors, out):
+    a, b = tensors[0], tensors[-1]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result = call(a, b, out)
+    return result, any(RESIZED in str(w.message) for w in seen)
+
+
+@pytest.mark.invariant("out.writes_out")
+@given(data=st.data())
+def test_out_returns_out_holding_the_result(device, data):
+    ex = Example(data, device)
+    name, call, tensors, want, dtype = _case(ex)
+    ex.record(dtype)
+    layout = ex.draw(
+        st.sampled_from(["contiguous", "transposed", "a view of a larger tensor"]), "out's layout"
+    )
+    shape = tuple(want.shape)
+    out = torch.zeros(shape, dtype=TORCH_DTYPES[dtype], device=device)
+    if layout == "transposed" and len(shape) >= 2:
+        out = torch.zeros(shape[::-1], dtype=out.dtype, device=device).permute(
+            *range(len(shape) - 1, -1, -1)
+        )
+    elif layout == "a view of a larger tensor":
+        out = torch.zeros((2, *shape), dtype=out.dtype, device=device)[1]
+    before = (storage_id(out), out.data_ptr(), tuple(out.stride()), out._version)
+    inputs = [(to_numpy(t), t._version) for t in tensors]
+    result, _ = _run(call, tensors, out)
+    expect("out.writes_out", result is out, f"torch.{name}(..., out=o) returned another tensor")
+    after = (storage_id(out), out.data_ptr(), tuple(out.stride()), out._version)
+    expect("out.writes_out", after[:3] == before[:3], f"o moved: {before[:3]} -> {after[:3]}")
+    expect("out.writes_out", after[3] > before[3], f"o's version stayed at {after[3]}")
+    expect(
+        "out.writes_out",
+        close(to_numpy(out), want, dtype),
+        f"o holds {to_numpy(out).tolist()}, expected {want.tolist()}",
+    )
+    for t, (values, version) in zip(tensors, inputs, strict=True):
+        expect("out.writes_out", t._version == version, "an input's version moved")
+        expect("out.writes_out", close(to_numpy(t), values, dtype), "an input changed")
+
+
+@pytest.mark.invariant("out.resizes_out")
+@given(data=st.data())
+def test_an_out_of_another_shape_is_resized(device, data):
+    ex = Example(data, device)
+    name, call, tensors, want, dtype = _case(ex)
+    ex.record(dtype)
+    shape = tuple(want.shape)
+    other = ex.draw(
+        hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4).filter(
+            lambda s: s != shape
+        ),
+        "out's shape",
+    )
+    out = torch.zeros(other, dtype=TORCH_DTYPES[dtype], device=device)
+    fits = out.untyped_storage().nbytes() >= want.size * out.element_size()
+    before = (storage_id(out), out.data_ptr())
+    result, warned = _run(call, tensors, out)
+    empty = 0 in other
+    expect("out.resizes_out", result is out, "another tensor was returned")
+    expect("out.resizes_out", tuple(out.shape) == shape, f"o has shape {tuple(out.shape)}")
+    expect(
+        "out.resizes_out",
+        warned is not empty,
+        f"resizing an o of shape {other}: {'a' if warned else 'no'} warning "
+        f"(expected {'none: it was empty' if empty else 'one'})",
+    )
+    expect("out.resizes_out", storage_id(out) == before[0], "o's storage was replaced")
+    if fits:
+        expect("out.resizes_out", out.data_ptr() == before[1], "o's memory moved though it fit")
+    expect(
+        "out.resizes_out",
+        close(to_numpy(out), want, dtype),
+        f"o holds {to_numpy(out).tolist()}, expected {want.tolist()}",
+    )
+
+
+@pytest.mark.invariant("out.no_autograd")
+@given(data=st.data())
+def test_out_refuses_arguments_that_require_grad_in_grad_mode(device, data):
+    ex = Example(data, device)
+    name, call, _, _, _ = _case(ex)
+    dtype = ex.draw(st.sampled_from(ex.grad_dtypes()), "dtype")
+    ex.record(dtype)
+    _, _, arity, kinds = OPS[name]
+    if kind(dtype) not in kinds:
+        dtype = "float32" if "float32" in ex.dtypes() else ex.grad_dtypes()[0]
+    shape = ex.draw(_SHAPES, "shape")
+    which = ex.draw(st.sampled_from(["an input", "out", "both"]), "what requires grad")
+    td = TORCH_DTYPES[dtype]
+    a = torch.ones(shape, dtype=td, device=device, requires_grad=which != "out")
+    out = torch.zeros(shape, dtype=td, device=device, requires_grad=which != "an input")
+    expect_raises(
+        "out.no_autograd",
+        "OUT_AUTOGRAD",
+        lambda: call(a, a, out),
+        f"torch.{name}(..., out=o) with {which} requiring grad",
+    )
+    with torch.no_grad():
+        result = call(a, a, out)
+    expect("out.no_autograd", result is out, "under no_grad: another tensor was returned")
+    expect(
+        "out.no_autograd",
+        out.requires_grad is (which != "an input") and out.grad_fn is None,
+        f"under no_grad: o.requires_grad={out.requires_grad}, o.grad_fn={out.grad_fn}",
+    )
+
+
+@pytest.mark.invariant("out.dtype_cast")
+@given(data=st.data())
+def test_the_result_is_cast_into_outs_dtype_where_it_can_be(device, data):
+    ex = Example(data, device)
+    name, call, tensors, want, computed = _case(ex)
+    ex.record(computed)
+    for out_dtype in ex.dtypes():  # every dtype: a cast wrong for one alone shows
+        ex.record(out_dtype)
+        out = torch.zeros(want.shape, dtype=TORCH_DTYPES[out_dtype], device=device)
+        what = f"torch.{name}({computed} inputs, out=<{out_dtype}>)"
+        if name in SAME_DTYPE and out_dtype != computed:
+            expect_raises("out.dtype_cast", "OUT_DTYPE", lambda o=out: _run(call, tensors, o), what)
+        elif not can_cast(computed, out_dtype):
+            expect_raises("out.dtype_cast", "OUT_CAST", lambda o=out: _run(call, tensors, o), what)
+            expect("out.dtype_cast", out._version == 0, f"{what} refused, but wrote o")
+        else:
+            _run(call, tensors, out)
+            stored = round_to(want, out_dtype)
+            # at the tolerance of the dtype the op computed in (and of out's, when coarser)
+            coarse = max((computed, out_dtype), key=lambda d: _TOL_RANK.get(d, 99))
+            expect(
+                "out.dtype_cast",
+                close(to_numpy(out), stored, coarse),
+                f"{what} holds {to_numpy(out).tolist()}, expected {stored.tolist()}",
+            )
+
+
+# how precise a dtype's values are, most precise first (integers and bool: exact)
+_TOL_RANK = {
+    "float64": 0,
+    "complex128": 0,
+    "float32": 1,
+    "complex64": 1,
+    "float16": 2,
+    "bfloat16": 3,
+}

@@ -1,0 +1,130 @@
+"""out= arguments, resize_ and set_, _foreach_ in place, in the model: values
+worked by hand, versions, storages, and which step raises (no torch)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oracle import Engine, ErrorKind
+from oracle.write_ops import can_cast
+
+from .helpers import raises
+
+E = ErrorKind
+
+
+def _leaf(eng, values, dtype="float64", rg=False):
+    return eng.leaf(np.array(values), dtype, rg)
+
+
+# ---- out= ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("op", "inputs", "want"),
+    [
+        ("add_out", ([1.0, 2.0], [10.0, 20.0]), [11.0, 22.0]),
+        ("mul_out", ([1.0, 2.0], [10.0, 20.0]), [10.0, 40.0]),
+        ("neg_out", ([1.0, -2.0],), [-1.0, 2.0]),
+        ("exp_out", ([0.0, 1.0],), [1.0, np.e]),
+    ],
+)
+def test_out_returns_out_holding_the_values_and_bumps_only_it(op, inputs, want):
+    eng = Engine()
+    out = _leaf(eng, [7.0, 7.0])
+    xs = [_leaf(eng, v) for v in inputs]
+    storage = out.storage
+    got = eng.call(op, [out, *xs])
+    assert got is out and out.storage is storage
+    np.testing.assert_allclose(out.values(), want)
+    assert out.version == 1 and all(x.version == 0 for x in xs)
+    np.testing.assert_array_equal(xs[0].values(), inputs[0])
+
+
+def test_out_of_another_shape_is_resized_keeping_its_storage_when_it_fits():
+    eng = Engine()
+    out = _leaf(eng, np.zeros(7))
+    storage = out.storage
+    a = _leaf(eng, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    eng.call("neg_out", [out, a])
+    assert out.shape == (2, 3) and out.strides == (3, 1) and out.storage is storage
+    np.testing.assert_array_equal(out.values(), -a.values())
+    assert out.version == 1
+
+
+def test_resized_out_grows_its_storage_in_place_and_its_base_keeps_its_values():
+    eng = Engine()
+    base = _leaf(eng, np.arange(6.0))
+    view = eng.call("getitem", [base], ((slice(2, 4, None),),))
+    a = _leaf(eng, [[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]])
+    eng.call("add_out", [view, a, a])
+    assert view.shape == (2, 3) and view.offset == 2 and view.storage is base.storage
+    assert base.storage.buf.size == 8  # grown: offset 2 + 6 elements
+    np.testing.assert_array_equal(base.values(), [0, 1, 2, 2, 2, 4])
+    np.testing.assert_array_equal(view.values(), [[2, 2, 2], [4, 4, 4]])
+    assert base.version == view.version == 1
+
+
+def test_resized_out_takes_the_inputs_layout():
+    eng = Engine()
+    a = eng.call("t", [_leaf(eng, np.arange(6.0).reshape(3, 2))])  # strides (1, 2)
+    out = _leaf(eng, np.zeros(0))
+    eng.call("exp_out", [out, a])
+    assert out.shape == (2, 3) and out.strides == (1, 2)
+
+
+def test_out_refuses_arguments_that_require_grad_in_grad_mode_only():
+    eng = Engine()
+    a = _leaf(eng, [1.0, 2.0], rg=True)
+    raises(E.OUT_AUTOGRAD, eng.call, "neg_out", [_leaf(eng, [0.0, 0.0]), a])
+    out_rg = _leaf(eng, [0.0, 0.0], rg=True)
+    raises(E.OUT_AUTOGRAD, eng.call, "neg_out", [out_rg, _leaf(eng, [1.0, 2.0])])
+    with eng.no_grad():
+        out = _leaf(eng, [0.0, 0.0])
+        eng.call("neg_out", [out, a])
+        eng.call("neg_out", [out_rg, a])
+    assert not out.requires_grad and out.grad_fn() is None
+    assert out_rg.requires_grad and out_rg.is_leaf and out_rg.version == 1
+
+
+def test_out_checks_overlap_then_shapes_then_dtype_before_writing():
+    eng = Engine()
+    a, b = _leaf(eng, np.ones((2, 3))), _leaf(eng, np.ones(4))
+    out = _leaf(eng, np.zeros(5), "int64")
+    raises(E.NOT_BROADCASTABLE, eng.call, "add_out", [out, a, b])
+    raises(E.OUT_CAST, eng.call, "add_out", [out, a, a])
+    assert out.shape == (5,) and out.version == 0  # not resized
+    expanded = eng.call("expand", [_leaf(eng, np.zeros(3))], ((2, 3),))
+    raises(E.OVERLAPPING_WRITE, eng.call, "add_out", [expanded, a, b])
+
+
+@pytest.mark.parametrize(
+    ("src", "dst", "ok"),
+    [
+        ("float32", "float64", True),
+        ("float32", "float16", True),
+        ("float32", "complex128", True),
+        ("float32", "int64", False),
+        ("complex64", "float64", False),
+        ("int64", "bool", False),
+        ("int64", "int8", True),
+        ("bool", "uint8", True),
+    ],
+)
+def test_can_cast(src, dst, ok):
+    assert can_cast(src, dst) is ok
+
+
+def test_out_casts_the_result_into_its_dtype():
+    eng = Engine()
+    a = _leaf(eng, [1.5, -2.25], "float32")
+    out = _leaf(eng, [0.0, 0.0], "complex128")
+    eng.call("add_out", [out, a, a])
+    assert out.dtype == "complex128" and out.computed_in == "float32"
+    np.testing.assert_array_equal(out.values(), [3.0 + 0j, -4.5 + 0j])
+    raises(E.OUT_DTYPE, eng.call, "neg_out", [out, a])  # neg: only out of its dtype
+    ints = _leaf(eng, [100, 27], "int64")
+    small = _leaf(eng, [0, 0], "int8")
+    eng.call("mul_out", [small, ints, ints])  # 10000 and 729 wrap around in int8
+    np.testing.assert_array_equal(small.values(), np.array([10000, 729]).astype(np.int8))
