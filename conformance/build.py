@@ -122,6 +122,14 @@ DIFFERENCES: dict[str, ReleaseDifference] = {
             "(for https://github.com/pytorch/pytorch/issues/184572)",
         ),
         ReleaseDifference(
+            "resize_skips_version_bump",
+            "<2.1",
+            "`x.resize_(shape)` leaves x's version counter as it was",
+            "it bumps x's version when the shape changes (not for the same shape)",
+            "https://github.com/pytorch/pytorch/pull/96403 "
+            "(for https://github.com/pytorch/pytorch/issues/93776)",
+        ),
+        ReleaseDifference(
             "version_counter_setter",
             "<2.7",
             "torch._C._autograd._unsafe_set_version_counter(tensor, int)",
@@ -144,6 +152,7 @@ def oracle_release(release: Version = RELEASE) -> Release:
         setitem_fill_checks_overlap=not has_older("setitem_fill_skips_overlap_check", release),
         mean_saves_self=has_older("mean_saves_self", release),
         clamp_grad_at_bounds=has_older("clamp_grad_at_bounds", release),
+        resize_bumps_version=not has_older("resize_skips_version_bump", release),
     )
 
 

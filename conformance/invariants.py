@@ -689,6 +689,36 @@ CATALOGUE: tuple[Invariant, ...] = (
         "output tensor cannot accept a complex tensor.",
         "docs/source/tensor_attributes.rst (Type promotion doc)",
     ),
+    Invariant(
+        "resize.in_place",
+        "x.resize_(shape) returns x with that shape, contiguous over the same storage (grown "
+        "in place when too small), its elements in storage order kept; x's version goes up "
+        "when the shape changes (from torch 2.1; a resize_ to the same shape changes nothing).",
+        "Resizes self tensor to the specified size. If the number of elements is larger than "
+        "the current storage size, then the underlying storage is resized to fit the new "
+        "number of elements. If the number of elements is smaller, the underlying storage is "
+        "not changed. Existing elements are preserved but any new memory is uninitialized.",
+        "torch/_tensor_docs.py (Tensor.resize_); torch/csrc/autograd/VariableTypeManual.cpp "
+        "(the version bump, pytorch/pytorch#96403)",
+    ),
+    Invariant(
+        "resize.requires_grad_raises",
+        "resize_ of a tensor that requires grad (a leaf, a result in the graph, a view of "
+        "one) raises, in grad mode and under no_grad, and leaves it as it was.",
+        "cannot resize variables that require grad",
+        "torch/csrc/autograd/VariableTypeManual.cpp (resize_)",
+    ),
+    Invariant(
+        "set.shares_source",
+        "x.set_(y) returns x sharing y's storage, offset, sizes and strides: a later write "
+        "through either is seen through the other. x keeps its own version counter (bumped "
+        "once; y's does not move, and later writes through one do not move the other's) and "
+        "its _base.",
+        "Sets the underlying storage, size, and strides. If source is a tensor, self tensor "
+        "will share the same storage and have the same size and strides as source. Changes "
+        "to elements in one tensor will be reflected in the other.",
+        "torch/_tensor_docs.py (Tensor.set_)",
+    ),
     # --- the wider autograd surface (issue 10): gradient APIs ----------------------------
     Invariant(
         "grad.autograd_grad_returns",

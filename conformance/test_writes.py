@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from conformance import build
 from conformance.check import close, expect, expect_raises, storage_id
 from conformance.harness import Example
 from oracle.dtypes import kind, round_to
@@ -204,3 +205,124 @@ _TOL_RANK = {
     "float16": 2,
     "bfloat16": 3,
 }
+
+
+# ---- resize_ and set_ ------------------------------------------------------------------
+
+
+def _storage_values(t: torch.Tensor) -> np.ndarray:
+    """t's storage from its offset on, in storage order, read through a copy
+    (Tensor.numpy would make the storage non-resizable)."""
+    count = t.untyped_storage().nbytes() // t.element_size() - t.storage_offset()
+    return to_numpy(t.detach().as_strided((count,), (1,), t.storage_offset()).clone())
+
+
+def _tensor(ex: Example, dtype: str, label: str) -> torch.Tensor:
+    """A tensor that requires no grad: contiguous, transposed or a view."""
+    shape = ex.draw(_SHAPES, f"{label}'s shape")
+    values = ex.draw(
+        hnp.arrays(DTYPES[dtype].compute_dtype, shape, elements=elements(dtype)), label
+    )
+    layout = ex.draw(st.sampled_from(["contiguous", "transposed", "a view"]), f"{label}'s layout")
+    t = torch.tensor(values, dtype=TORCH_DTYPES[dtype], device=ex.device)
+    if layout == "transposed" and t.dim() >= 2:
+        return t.transpose(0, 1)
+    if layout == "a view" and t.dim() >= 1:
+        return t[1:]
+    return t
+
+
+@pytest.mark.invariant("resize.in_place")
+@given(data=st.data())
+def test_resize_changes_the_shape_in_place(device, data):
+    ex = Example(data, device)
+    dtype = ex.draw(st.sampled_from(ex.dtypes()), "dtype")
+    ex.record(dtype)
+    x = _tensor(ex, dtype, "x")
+    new = ex.draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4), "new shape")
+    if ex.draw(st.booleans(), "x's own shape"):
+        new = tuple(x.shape)
+    kept = _storage_values(x)
+    old = (tuple(x.shape), tuple(x.stride()), x._version, storage_id(x), x.data_ptr())
+    offset, numel = x.storage_offset(), int(np.prod(new))
+    fits = x.untyped_storage().nbytes() >= (offset + numel) * x.element_size()
+    result = x.resize_(new)
+    expect("resize.in_place", result is x, "resize_ returned another tensor")
+    expect("resize.in_place", tuple(x.shape) == tuple(new), f"x has shape {tuple(x.shape)}")
+    expect("resize.in_place", storage_id(x) == old[3], "x's storage was replaced")
+    expect("resize.in_place", x.storage_offset() == offset, "x's offset moved")
+    if fits and numel and x.untyped_storage().nbytes():  # (an empty one's data_ptr is 0)
+        expect("resize.in_place", x.data_ptr() == old[4], "x's memory moved though it fit")
+    n = min(kept.size, numel)
+    expect(
+        "resize.in_place",
+        close(_storage_values(x)[:n], kept[:n], dtype),
+        "the elements kept (in storage order) changed",
+    )
+    if tuple(new) == old[0]:
+        expect("resize.in_place", x._version == old[2], "resize_ to the same shape bumped x")
+        expect("resize.in_place", tuple(x.stride()) == old[1], "the same shape: strides changed")
+        return
+    bumps = build.ORACLE_RELEASE.resize_bumps_version
+    expect(
+        "resize.in_place",
+        (x._version > old[2]) is bumps,
+        f"x's version went {old[2]} -> {x._version} (a bump expected: {bumps})",
+    )
+    expect("resize.in_place", x.is_contiguous(), f"x has strides {x.stride()}")
+
+
+@pytest.mark.invariant("resize.requires_grad_raises")
+@given(data=st.data())
+def test_resize_of_a_tensor_that_requires_grad_raises(device, data):
+    ex = Example(data, device)
+    dtype = ex.draw(st.sampled_from(ex.grad_dtypes()), "dtype")
+    ex.record(dtype)
+    leaf = torch.ones((2, 3), dtype=TORCH_DTYPES[dtype], device=device, requires_grad=True)
+    which = ex.draw(st.sampled_from(["a leaf", "a result", "a view of a result"]), "x")
+    x = {"a leaf": leaf, "a result": leaf * 2, "a view of a result": (leaf * 2)[1:]}[which]
+    new = ex.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), "new shape")
+    mode = ex.draw(st.sampled_from(["grad mode", "no_grad"]), "mode")
+    old = (tuple(x.shape), x._version)
+    with torch.set_grad_enabled(mode == "grad mode"):
+        expect_raises(
+            "resize.requires_grad_raises",
+            "RESIZE_REQUIRES_GRAD",
+            lambda: x.resize_(new),
+            f"resize_ of {which} that requires grad ({mode})",
+        )
+    after = (tuple(x.shape), x._version)
+    expect("resize.requires_grad_raises", after == old, f"x went from {old} to {after}")
+
+
+@pytest.mark.invariant("set.shares_source")
+@given(data=st.data())
+def test_set_shares_the_source(device, data):
+    ex = Example(data, device)
+    dtype = ex.draw(st.sampled_from(ex.dtypes()), "dtype")
+    ex.record(dtype)
+    x, y = _tensor(ex, dtype, "x"), _tensor(ex, dtype, "y")
+    x_base = x._base
+    versions = (x._version, y._version)
+    result = x.set_(y)
+    expect("set.shares_source", result is x, "set_ returned another tensor")
+    got = (storage_id(x), x.storage_offset(), tuple(x.shape), tuple(x.stride()))
+    want = (storage_id(y), y.storage_offset(), tuple(y.shape), tuple(y.stride()))
+    expect("set.shares_source", got == want, f"x has {got}, y {want}")
+    expect("set.shares_source", x._base is x_base, "x's _base changed")
+    expect(
+        "set.shares_source",
+        x._version > versions[0] and y._version == versions[1],
+        f"versions (x, y) went {versions} -> {(x._version, y._version)}",
+    )
+    if x.numel() == 0 or DTYPES[dtype].kind == "bool":
+        return
+    y.add_(1)
+    expect("set.shares_source", close(to_numpy(x), to_numpy(y), dtype), "x does not see y's write")
+    x.mul_(2)
+    expect("set.shares_source", close(to_numpy(y), to_numpy(x), dtype), "y does not see x's write")
+    expect(
+        "set.shares_source",
+        x._version == versions[0] + 2 or x._version > versions[0] + 1,
+        "x's version did not follow its own write",
+    )

@@ -12,10 +12,24 @@ grows in place, keeping what it held, when it is too small), unless o is
 itself an input (then the shapes must match), and written; o's version goes
 up once and o is returned.
 Nothing is recorded by autograd: o keeps its requires_grad and grad_fn.
+
+resize_: refused for a tensor that requires grad (in any grad mode); else
+the same shape is a no-op (no version bump), and another one makes the
+tensor contiguous at its offset over the same storage, grown in place when
+too small (the new elements are uninitialized: the model leaves them
+undefined); the version goes up (from torch 2.1, Release.resize_bumps_version).
+
+set_(y): x takes y's storage, offset, sizes and strides; it keeps its own
+version counter (bumped once) and its _base (a view stays a view of its old
+base, measured on 2.13.0), and shares nothing with y but memory. In grad
+mode a leaf that requires grad is refused as any in-place op refuses it; a
+target or a source in the graph gets a grad_fn torch cannot differentiate
+(not modelled: Engine.undefined).
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -60,6 +74,15 @@ ROWS: dict[str, dict] = {
     )
     for name, (_, arity) in OUT_OPS.items()
 }
+ROWS["resize_"] = dict(
+    arity=1,
+    params=("size",),
+    torch="{t0}.resize_({p0})",
+    impl="writes",
+    inplace=True,
+    param_kinds=("custom",),
+)
+ROWS["set_"] = dict(arity=2, params=(), torch="{t0}.set_({t1})", impl="writes", inplace=True)
 
 _RANK = {"bool": 0, "int": 1, "float": 2, "complex": 3}
 
@@ -77,8 +100,13 @@ def input_kinds(name: str) -> tuple[str, ...]:
 
 
 def run(engine: Engine, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:
+    engine.warned = False  # (the lockstep compares out='s resize warning)
     if spec.name in OUT_OPS:
         return _out(engine, spec, ts, p)
+    if spec.name == "resize_":
+        return _resize_(engine, ts[0], tuple(p[0]))
+    if spec.name == "set_":
+        return _set_(engine, *ts)
     raise TypeError(f"no write op {spec.name}")
 
 
@@ -87,7 +115,6 @@ def _out(engine: Engine, spec: OpSpec, ts: list, p: tuple) -> OTensor:
 
     out, inputs = ts[0], ts[1:]
     base = OPS[OUT_OPS[spec.name][0]]
-    engine.warned = False  # (the lockstep compares the resize warning)
     if any(kind(x.dtype) not in base.dtypes for x in inputs):
         raise TypeError(f"{spec.name} does not take {inputs[0].dtype}")
     if engine.grad_enabled and any(t.requires_grad for t in ts):  # the autograd kernel
@@ -134,3 +161,33 @@ def resize(t: OTensor, shape: tuple, strides: tuple) -> None:
         grown[: buf.size] = buf
         t.storage.buf = grown
     t.shape, t.strides = shape, strides
+
+
+def _resize_(engine: Engine, t: OTensor, shape: tuple) -> OTensor:
+    if t.requires_grad:
+        raise OracleError(ErrorKind.RESIZE_REQUIRES_GRAD)
+    if t.counterless:
+        raise OracleError(ErrorKind.INFERENCE_INPLACE)
+    if tuple(t.shape) == shape:
+        return t  # left as it is, strides included, and not bumped
+    had = t.storage.buf.size
+    resize(t, shape, geo.contiguous_strides(shape))
+    if t.offset + math.prod(shape) > had and math.prod(shape):
+        engine.undefined = "resize_ grew the storage: its new elements are uninitialized"
+    if engine.release.resize_bumps_version:
+        t.counter.value += 1
+    return t
+
+
+def _set_(engine: Engine, t: OTensor, src: OTensor) -> OTensor:
+    if src.dtype != t.dtype or src.device != t.device:
+        raise TypeError("set_ takes a source of the same dtype and device")
+    if engine.grad_enabled and t.requires_grad:
+        engine._check_inplace(t, True)  # a leaf, or a view of one, is refused
+    if engine.grad_enabled and (t.requires_grad or src.requires_grad):
+        engine.undefined = "set_ recorded by autograd (a grad_fn it cannot differentiate)"
+    if t.counterless:
+        raise OracleError(ErrorKind.INFERENCE_INPLACE)
+    t.storage, t.offset, t.shape, t.strides = src.storage, src.offset, src.shape, src.strides
+    t.counter.value += 1
+    return t

@@ -1759,6 +1759,74 @@ def _():
     _replace_out(make)
 
 
+@plant("resize_no_bump", "resize.in_place", "resize_ to another shape leaves the version alone")
+def _():
+    def make(original):
+        def resize_(self, *args, **kwargs):
+            before = self._version
+            result = original(self, *args, **kwargs)
+            _set_version(self, before)
+            return result
+
+        return resize_
+
+    _replace("resize_", make)
+
+
+@plant(
+    "resize_new_storage",
+    "resize.in_place",
+    "resize_ moves the tensor to a new storage (a copy) instead of resizing its own",
+)
+def _():
+    torch = _torch()
+
+    def make(original):
+        def resize_(self, *args, **kwargs):
+            result = original(self, *args, **kwargs)
+            after = self._version
+            with torch.no_grad():
+                torch._C.TensorBase.set_(self, self.detach().clone())
+            _set_version(self, after)
+            return result
+
+        return resize_
+
+    _replace("resize_", make)
+
+
+@plant(
+    "resize_grad_allowed",
+    "resize.requires_grad_raises",
+    "resize_ of a tensor that requires grad resizes its .data instead of raising",
+)
+def _():
+    def make(original):
+        def resize_(self, *args, **kwargs):
+            if self.requires_grad:
+                return original(self.data, *args, **kwargs)
+            return original(self, *args, **kwargs)
+
+        return resize_
+
+    _replace("resize_", make)
+
+
+@plant("set_copies", "set.shares_source", "x.set_(y) gives x a copy of y, not y's storage")
+def _():
+    torch = _torch()
+
+    def make(original):
+        def set_(self, source=None, *args, **kwargs):
+            if isinstance(source, torch.Tensor) and not args and not kwargs:
+                return original(self, source.detach().clone())
+            return original(self, *(() if source is None else (source,)), *args, **kwargs)
+
+        return set_
+
+    _replace("set_", make)
+
+
 # --- the wider autograd surface (issue 10): gradient APIs ---------------------------
 
 

@@ -11,8 +11,18 @@ differentiated through like any tensor.
 
 from __future__ import annotations
 
+import math
+
 from conformance.differential.choices import _BOOLS, _ints, _one_of
-from conformance.differential.growth import Growth, _apply_op, _backward, _leaf, _pick
+from conformance.differential.growth import (
+    SAVERS_OF_ONE,
+    Growth,
+    _apply_op,
+    _backward,
+    _fitting,
+    _leaf,
+    _pick,
+)
 from oracle.dtypes import kind
 from oracle.write_ops import OUT_OPS, input_kinds
 from strategies.dtypes import DTYPES
@@ -102,7 +112,86 @@ def _draw_out(draw, g: Growth, shape: tuple, dtype: str, device: str, inputs: se
     return index
 
 
-WRITE_MOTIFS = (_motif_out,)
+def _motif_resize(draw, g: Growth) -> None:
+    """x.resize_(shape) to its own shape, a smaller, a larger one or one of as
+    many elements; x a pool tensor, a view of one, or a detached alias of a
+    tensor a node saved (the bump makes backward raise); then x is written
+    and backward runs. Now and then x requires grad: refused."""
+    x = _pick(draw, g, lambda t: not t.inference) if draw(_ints(0, 2)) else None
+    if x is None:
+        g.apply(_leaf(draw, g, requires_grad=False, inference=False))
+        x = len(g.pool) - 1
+    target, y = x, None
+    t = g.pool[x]
+    if t.requires_grad and draw(_ints(0, 3)):
+        savers = _fitting(SAVERS_OF_ONE, t)
+        if savers:
+            y = _apply_op(draw, g, draw(_one_of(savers)), x, no_grad=False)
+        target = _apply_op(draw, g, "detach", x) or x
+    elif draw(_BOOLS):
+        target = _apply_op(draw, g, draw(_one_of(("getitem", "transpose", "narrow"))), x) or x
+    shape = tuple(g.pool[target].shape)
+    n = math.prod(shape)
+    how = draw(_ints(0, 4))
+    if how == 1:
+        shape = (n,)  # as many elements: no new memory
+    elif how == 2:
+        shape = (draw(_ints(0, max(n - 1, 0))),)  # fewer
+    elif how >= 3:
+        shape = draw(leaf_shape)
+    g.apply(Step("resize_", (target,), (shape,), draw(_ints(0, 3)) == 0))
+    if g.over:
+        return
+    if draw(_BOOLS):
+        _apply_op(draw, g, draw(_one_of(("add_s_", "mul_s_", "zero_"))), target)
+    if y is not None:
+        _backward(draw, g, y)
+
+
+def _motif_set(draw, g: Growth) -> None:
+    """x.set_(y): x a tensor (a leaf that requires grad, in grad mode: refused),
+    y a pool tensor or a view of one, of x's dtype and device; then a write
+    through one of them, or a resize_ of x (which grows y's storage)."""
+    x = _pick(draw, g, lambda t: not t.inference and not t.requires_grad)
+    if x is None or not draw(_ints(0, 5)):
+        graded = draw(_ints(0, 5)) == 0
+        dtypes = tuple(d for d in g.dtypes if DTYPES[d].can_require_grad) if graded else ()
+        g.apply(
+            _leaf(
+                draw,
+                g,
+                dtype=draw(_one_of(dtypes)) if dtypes else None,
+                requires_grad=bool(dtypes),
+                inference=False,
+            )
+        )
+        x = len(g.pool) - 1
+    t = g.pool[x]
+
+    def fits(u) -> bool:
+        return u is not t and u.dtype == t.dtype and u.device == t.device and not u.inference
+
+    y = _pick(draw, g, fits) if draw(_ints(0, 2)) else None
+    if y is None:
+        g.apply(_leaf(draw, g, dtype=t.dtype, device=t.device, inference=False))
+        y = len(g.pool) - 1
+    if draw(_BOOLS):
+        y = _apply_op(draw, g, draw(_one_of(("getitem", "transpose", "select"))), y) or y
+    # in grad mode a source in the graph gives x a grad_fn torch cannot differentiate
+    no_grad = False if t.requires_grad else (g.pool[y].requires_grad or draw(_ints(0, 3)) == 0)
+    g.apply(Step("set_", (x, y), (), no_grad))
+    if g.over:
+        return
+    follow = draw(_ints(0, 3))
+    if follow == 0:
+        _apply_op(draw, g, draw(_one_of(("add_s_", "mul_s_"))), x, no_grad=True)
+    elif follow == 1:
+        _apply_op(draw, g, draw(_one_of(("add_s_", "mul_s_"))), y, no_grad=True)
+    elif follow == 2 and not g.pool[x].requires_grad:
+        g.apply(Step("resize_", (x,), (draw(leaf_shape),), True))
+
+
+WRITE_MOTIFS = (_motif_out, _motif_resize, _motif_set)
 
 
 # ---- attribution ---------------------------------------------------------------------
@@ -113,7 +202,17 @@ def rule(f) -> str | None:
     step, d = f.step, f.d
     if step.op in OUT_OPS:
         return _out_rule(f, step, d)
+    if step.op == "resize_":
+        if d.kind == "raise":
+            return "resize.requires_grad_raises" if _names(d, "RESIZE_REQUIRES_GRAD") else None
+        return "resize.in_place"
+    if step.op == "set_":
+        return None if d.kind == "raise" else "set.shares_source"
     return None
+
+
+def _names(d, kind: str) -> bool:
+    return kind in (d.expected, d.actual)
 
 
 def _out_rule(f, step, d) -> str | None:

@@ -128,3 +128,84 @@ def test_out_casts_the_result_into_its_dtype():
     small = _leaf(eng, [0, 0], "int8")
     eng.call("mul_out", [small, ints, ints])  # 10000 and 729 wrap around in int8
     np.testing.assert_array_equal(small.values(), np.array([10000, 729]).astype(np.int8))
+
+
+# ---- resize_ and set_ --------------------------------------------------------------
+
+
+def test_resize_keeps_the_storage_and_its_values_in_storage_order():
+    eng = Engine()
+    x = eng.call("t", [_leaf(eng, np.arange(6.0).reshape(2, 3))])  # strides (1, 3)
+    storage = x.storage
+    assert eng.call("resize_", [x], ((2, 2),)) is x
+    assert x.shape == (2, 2) and x.strides == (2, 1) and x.storage is storage
+    np.testing.assert_array_equal(x.values(), [[0, 1], [2, 3]])  # storage order
+    assert x.version == 1 and eng.undefined is None
+
+
+def test_resize_to_the_same_shape_changes_nothing():
+    eng = Engine()
+    x = eng.call("t", [_leaf(eng, np.arange(6.0).reshape(2, 3))])
+    eng.call("resize_", [x], ((3, 2),))
+    assert x.strides == (1, 3) and x.version == 0
+
+
+def test_resize_growing_the_storage_leaves_the_new_elements_undefined():
+    eng = Engine()
+    base = _leaf(eng, np.arange(4.0))
+    alias = eng.call("detach", [base])
+    eng.call("resize_", [alias], ((3, 2),))
+    assert alias.storage is base.storage and base.storage.buf.size == 6
+    assert eng.undefined is not None
+    np.testing.assert_array_equal(base.values(), np.arange(4.0))  # base sees its old elements
+    assert base.version == 1  # detach() shares the counter
+
+
+def test_resize_bumps_the_version_from_2_1():
+    from oracle import Release
+
+    eng = Engine(Release(resize_bumps_version=False))
+    x = _leaf(eng, np.arange(4.0))
+    eng.call("resize_", [x], ((2,),))
+    assert x.shape == (2,) and x.version == 0
+
+
+def test_resize_of_a_tensor_that_requires_grad_raises_in_any_mode():
+    eng = Engine()
+    x = _leaf(eng, np.ones(3), rg=True)
+    raises(E.RESIZE_REQUIRES_GRAD, eng.call, "resize_", [x], ((4,),))
+    view = eng.call("getitem", [eng.call("mul_s", [x], (2.0,))], ((slice(0, 2, None),),))
+    with eng.no_grad():
+        raises(E.RESIZE_REQUIRES_GRAD, eng.call, "resize_", [x], ((4,),))
+        raises(E.RESIZE_REQUIRES_GRAD, eng.call, "resize_", [view], ((1,),))
+    assert x.shape == (3,) and x.version == 0
+
+
+def test_set_shares_the_source_geometry_but_not_its_counter():
+    eng = Engine()
+    x = _leaf(eng, np.zeros(2))
+    base = _leaf(eng, np.arange(6.0).reshape(2, 3))
+    y = eng.call("getitem", [base], ((slice(None), slice(1, None, None)),))
+    assert eng.call("set_", [x, y]) is x
+    assert x.storage is y.storage and (x.offset, x.shape, x.strides) == (1, (2, 2), (3, 1))
+    assert x.base is None and x.version == 1 and y.version == 0
+    eng.call("add_s_", [y], (1.0,))
+    np.testing.assert_array_equal(x.values(), [[2, 3], [5, 6]])
+    assert x.version == 1 and y.version == 1
+    eng.call("mul_s_", [x], (10.0,))
+    np.testing.assert_array_equal(base.values(), [[0, 20, 30], [3, 50, 60]])
+    assert x.version == 2 and base.version == 1
+
+
+def test_set_keeps_a_views_base_and_refuses_a_leaf_that_requires_grad():
+    eng = Engine()
+    b = _leaf(eng, np.zeros(4))
+    v = eng.call("getitem", [b], ((slice(0, 2, None),),))
+    eng.call("set_", [v, _leaf(eng, np.ones(3))])
+    assert v.base is b and v.version == b.version == 1
+    np.testing.assert_array_equal(b.values(), np.zeros(4))
+    leaf = _leaf(eng, np.ones(2), rg=True)
+    raises(E.INPLACE_ON_LEAF, eng.call, "set_", [leaf, _leaf(eng, np.zeros(2))])
+    with eng.no_grad():
+        eng.call("set_", [leaf, _leaf(eng, np.zeros(3))])
+    assert leaf.requires_grad and leaf.shape == (3,)
