@@ -719,6 +719,18 @@ CATALOGUE: tuple[Invariant, ...] = (
         "to elements in one tensor will be reflected in the other.",
         "torch/_tensor_docs.py (Tensor.set_)",
     ),
+    Invariant(
+        "foreach.inplace_grad",
+        "torch._foreach_add_/_foreach_mul_ (a scalar or a list) write each tensor of the list "
+        "in place (its version goes up) and autograd records each write as add_/mul_ would: a "
+        "new grad_fn, the same gradients; a leaf that requires grad is refused, in grad mode, "
+        "before anything is written.",
+        "Generate a `grad_fn` for each (tuple of) `Tensor`(s) of the same index for "
+        "`_foreach_foo_` and each `grad_fn` is `FooBackward`.",
+        "tools/autograd/gen_variable_type.py (pytorch/pytorch#96405, per-Tensor grad_fn for "
+        "in-place foreach functions)",
+        versions=">=2.1",
+    ),
     # --- the wider autograd surface (issue 10): gradient APIs ----------------------------
     Invariant(
         "grad.autograd_grad_returns",

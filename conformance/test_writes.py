@@ -326,3 +326,106 @@ def test_set_shares_the_source(device, data):
         x._version == versions[0] + 2 or x._version > versions[0] + 1,
         "x's version did not follow its own write",
     )
+
+
+# ---- _foreach_ in place ----------------------------------------------------------------
+
+_FOREACH = {  # name: (torch call over the list, the same write one tensor at a time)
+    "_foreach_add_(xs, c)": (
+        lambda xs, c, others: torch._foreach_add_(xs, c),
+        lambda x, c, other: x.add_(c),
+    ),
+    "_foreach_mul_(xs, c)": (
+        lambda xs, c, others: torch._foreach_mul_(xs, c),
+        lambda x, c, other: x.mul_(c),
+    ),
+    "_foreach_add_(xs, ys)": (
+        lambda xs, c, others: torch._foreach_add_(xs, others),
+        lambda x, c, other: x.add_(other),
+    ),
+    "_foreach_mul_(xs, ys)": (
+        lambda xs, c, others: torch._foreach_mul_(xs, others),
+        lambda x, c, other: x.mul_(other),
+    ),
+}
+
+
+@pytest.mark.invariant("foreach.inplace_grad")
+@given(data=st.data())
+def test_foreach_writes_each_tensor_as_its_in_place_op_and_records_it(device, data):
+    ex = Example(data, device)
+    dtype = ex.draw(st.sampled_from(ex.grad_dtypes()), "dtype")
+    ex.record(dtype)
+    name = ex.draw(st.sampled_from(sorted(_FOREACH)), "op")
+    together, one_by_one = _FOREACH[name]
+    td = TORCH_DTYPES[dtype]
+    shapes = [ex.draw(_SHAPES, f"shape {i}") for i in range(2)]
+    roots = [_values(ex, s, dtype, f"leaf {i}") for i, s in enumerate(shapes)]
+    others = [_values(ex, s, dtype, f"other {i}") for i, s in enumerate(shapes)]
+    grads = [_values(ex, s, dtype, f"gradient {i}") for i, s in enumerate(shapes)]
+    c = ex.draw(st.sampled_from([2.0, -0.5, 3.0]), "scalar")
+    view = ex.draw(st.booleans(), "the first a view of a result")
+
+    def run(apply_all: bool):
+        leaves = [torch.tensor(r, dtype=td, device=device, requires_grad=True) for r in roots]
+        xs = [leaf * 1 for leaf in leaves]
+        if view and xs[0].dim() >= 1:
+            xs[0] = xs[0][0:]  # a view of a result: its base is written too
+        ys = [torch.tensor(o, dtype=td, device=device) for o in others]
+        before = [(x.grad_fn, x._version) for x in xs]
+        if apply_all:
+            together(xs, c, ys)
+        else:
+            for x, y in zip(xs, ys, strict=True):
+                one_by_one(x, c, y)
+        after = [(x.grad_fn, x._version) for x in xs]
+        values = [to_numpy(x) for x in xs]
+        torch.autograd.backward(xs, [torch.tensor(g, dtype=td, device=device) for g in grads])
+        return before, after, values, [to_numpy(leaf.grad) for leaf in leaves]
+
+    before, after, values, leaf_grads = run(True)
+    _, _, want_values, want_grads = run(False)
+    for i in range(2):
+        expect("foreach.inplace_grad", after[i][1] > before[i][1], f"tensor {i}'s version stayed")
+        expect(
+            "foreach.inplace_grad",
+            after[i][0] is not None and after[i][0] is not before[i][0],
+            f"tensor {i}'s grad_fn stayed {before[i][0]}: the write was not recorded",
+        )
+        expect(
+            "foreach.inplace_grad",
+            close(values[i], want_values[i], dtype),
+            f"{name}: tensor {i} holds {values[i].tolist()}, expected {want_values[i].tolist()}",
+        )
+        expect(
+            "foreach.inplace_grad",
+            close(leaf_grads[i], want_grads[i], dtype),
+            f"{name}: leaf {i}'s gradient {leaf_grads[i].tolist()}, as the write one "
+            f"tensor at a time gives: {want_grads[i].tolist()}",
+        )
+
+
+@pytest.mark.invariant("foreach.inplace_grad")
+@given(data=st.data())
+def test_foreach_on_a_leaf_that_requires_grad_raises_before_writing(device, data):
+    ex = Example(data, device)
+    dtype = ex.draw(st.sampled_from(ex.grad_dtypes()), "dtype")
+    ex.record(dtype)
+    name = ex.draw(st.sampled_from(sorted(_FOREACH)), "op")
+    together, _ = _FOREACH[name]
+    td = TORCH_DTYPES[dtype]
+    plain = torch.ones(3, dtype=td, device=device)
+    leaf = torch.ones(3, dtype=td, device=device, requires_grad=True)
+    xs = [plain, leaf] if ex.draw(st.booleans(), "the leaf second") else [leaf, plain]
+    ys = [torch.full((3,), 2.0, dtype=td, device=device) for _ in xs]
+    expect_raises(
+        "foreach.inplace_grad",
+        "INPLACE_ON_LEAF",
+        lambda: together(xs, 2.0, ys),
+        f"torch.{name} over a leaf that requires grad",
+    )
+    expect(
+        "foreach.inplace_grad",
+        plain._version == 0 and bool((plain == 1).all()),
+        "the other tensor of the list was written before the refusal",
+    )

@@ -25,10 +25,19 @@ base, measured on 2.13.0), and shares nothing with y but memory. In grad
 mode a leaf that requires grad is refused as any in-place op refuses it; a
 target or a source in the graph gets a grad_fn torch cannot differentiate
 (not modelled: Engine.undefined).
+
+torch._foreach_add_/_foreach_mul_ over two tensors, with a scalar or a list
+of two tensors: each tensor is written as add_/mul_ writes it, in order, and
+from torch 2.1 (pytorch/pytorch#96405; Release.foreach_inplace_recorded)
+autograd records each write as add_/mul_ would: a grad_fn of its own,
+gradients as theirs, and a leaf that requires grad refused, before anything
+is written. A shape error on the second tensor comes after the first was
+written (measured on 2.13.0).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING
 
@@ -84,6 +93,28 @@ ROWS["resize_"] = dict(
 )
 ROWS["set_"] = dict(arity=2, params=(), torch="{t0}.set_({t1})", impl="writes", inplace=True)
 
+# name: the in-place row each tensor is written with; t0, t1 are written
+FOREACH = {
+    "foreach_add_s_": "add_s_",
+    "foreach_mul_s_": "mul_s_",
+    "foreach_add_l_": "add_",
+    "foreach_mul_l_": "mul_",
+}
+for _name, _each in FOREACH.items():
+    _op = _name.split("_")[1]
+    _scalar = _name.endswith("_s_")
+    ROWS[_name] = dict(
+        arity=2 if _scalar else 4,
+        params=("other",) if _scalar else (),
+        torch=f"torch._foreach_{_op}_([{{t0}}, {{t1}}], "
+        + ("{p0})" if _scalar else "[{t2}, {t3}])"),
+        impl="writes",
+        inplace=True,
+        returns=False,
+        dtypes=("float", "complex", "int"),
+        param_kinds=("scalar",) if _scalar else (),
+    )
+
 _RANK = {"bool": 0, "int": 1, "float": 2, "complex": 3}
 
 
@@ -107,6 +138,8 @@ def run(engine: Engine, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:
         return _resize_(engine, ts[0], tuple(p[0]))
     if spec.name == "set_":
         return _set_(engine, *ts)
+    if spec.name in FOREACH:
+        return _foreach(engine, spec, ts, p)
     raise TypeError(f"no write op {spec.name}")
 
 
@@ -191,3 +224,34 @@ def _set_(engine: Engine, t: OTensor, src: OTensor) -> OTensor:
     t.storage, t.offset, t.shape, t.strides = src.storage, src.offset, src.shape, src.strides
     t.counter.value += 1
     return t
+
+
+def _foreach(engine: Engine, spec: OpSpec, ts: list, p: tuple) -> None:
+    from .ops import OPS
+
+    each = FOREACH[spec.name]
+    pairs = [[t] for t in ts[:2]] if p else [[ts[0], ts[2]], [ts[1], ts[3]]]
+    recorded = engine.release.foreach_inplace_recorded
+    if recorded and pairs[0][0] is pairs[1][0] and engine._needs_grad(ts):
+        # both nodes take their edge before either write: the graph records one
+        # of the two writes (a wrong gradient, docs/findings.md)
+        undefined = "the same tensor twice in a recorded _foreach_ list"
+    else:
+        undefined = None
+    if recorded:  # every tensor is checked before any is written
+        for pair in pairs:
+            engine._check_inplace(pair[0], engine._needs_grad(pair))
+    # the Scalar overloads keep the scalar in the node (MulBackward1), where
+    # x.mul_(c) saves it as a wrapped 0-d tensor: a second backward through
+    # it does not raise (measured on 2.13.0)
+    row = OPS[each] if not p else dataclasses.replace(OPS[each], saves=())
+    notes = []
+    for pair in pairs:
+        engine.undefined = None
+        if recorded:
+            engine._op_inplace(row, pair, p)
+        else:  # not recorded by autograd: written as under no_grad
+            with engine.no_grad():
+                engine._op_inplace(row, pair, p)
+        notes.append(engine.undefined)
+    engine.undefined = "; ".join(n for n in (undefined, *notes) if n) or None

@@ -1827,6 +1827,55 @@ def _():
     _replace("set_", make)
 
 
+def _replace_foreach(make: Callable[[Callable], Callable]) -> None:
+    """torch._foreach_add_ and torch._foreach_mul_ = make(original)."""
+    torch = _torch()
+    for name in ("_foreach_add_", "_foreach_mul_"):
+        original = getattr(torch, name)
+        patched = make(original)
+        functools.update_wrapper(patched, original, updated=())
+        setattr(torch, name, patched)
+
+
+@plant(
+    "foreach_unrecorded",
+    "foreach.inplace_grad",
+    "torch._foreach_add_/_foreach_mul_ write without autograd recording it (as before 2.1)",
+)
+def _():
+    torch = _torch()
+
+    def make(original):
+        def call(*args, **kwargs):
+            with torch.no_grad():
+                return original(*args, **kwargs)
+
+        return call
+
+    _replace_foreach(make)
+
+
+@plant(
+    "foreach_unrecorded@tensor_list",
+    "foreach.inplace_grad",
+    "torch._foreach_add_/_foreach_mul_ with a list of tensors write without autograd "
+    "recording it (the scalar forms are right)",
+)
+def _():
+    torch = _torch()
+
+    def make(original):
+        def call(tensors, other, *args, **kwargs):
+            if isinstance(other, (list, tuple)) and other and isinstance(other[0], torch.Tensor):
+                with torch.no_grad():
+                    return original(tensors, other, *args, **kwargs)
+            return original(tensors, other, *args, **kwargs)
+
+        return call
+
+    _replace_foreach(make)
+
+
 # --- the wider autograd surface (issue 10): gradient APIs ---------------------------
 
 

@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import math
 
-from conformance.differential.choices import _BOOLS, _ints, _one_of
+from conformance.differential.choices import _BOOLS, _ints, _one_of, _scalars
 from conformance.differential.growth import (
     SAVERS_OF_ONE,
     Growth,
     _apply_op,
     _backward,
     _fitting,
+    _graded,
     _leaf,
     _pick,
 )
 from oracle.dtypes import kind
-from oracle.write_ops import OUT_OPS, input_kinds
+from oracle.write_ops import FOREACH, OUT_OPS, input_kinds
 from strategies.dtypes import DTYPES
 from strategies.programs import Step, broadcastable_to, leaf_shape
 
@@ -191,7 +192,41 @@ def _motif_set(draw, g: Growth) -> None:
         g.apply(Step("resize_", (x,), (draw(leaf_shape),), True))
 
 
-WRITE_MOTIFS = (_motif_out, _motif_resize, _motif_set)
+def _motif_foreach(draw, g: Growth) -> None:
+    """torch._foreach_add_/_foreach_mul_ (a scalar, or a list of two) over two
+    tensors in the graph (results, views of results; now and then a leaf that
+    requires grad: refused), then backward through one of them."""
+    op = draw(_one_of(tuple(FOREACH)))
+    xs: list[int] = []
+    for _ in range(2):
+        x = _graded(draw, g)
+        if draw(_ints(0, 4)):
+            x = _apply_op(draw, g, draw(_one_of(("mul_s", "clone"))), x, no_grad=False) or x
+        if draw(_ints(0, 3)) == 0:
+            x = _apply_op(draw, g, draw(_one_of(("getitem", "transpose"))), x) or x
+        xs.append(x)
+    if xs[0] == xs[1]:  # the same tensor twice: torch's gradient is wrong (docs/findings.md)
+        return
+    first, second = (g.pool[i] for i in xs)
+    if op.endswith("_s_"):  # one scalar for both: a real one unless both are complex
+        complex_ = kind(first.dtype) == kind(second.dtype) == "complex"
+        real = first.dtype if kind(first.dtype) != "complex" else second.dtype
+        params = (draw(_scalars(first.dtype if complex_ else real, False)),)
+        tensors = tuple(xs)
+    else:
+        others = []
+        for t in (first, second):
+            graded = draw(_ints(0, 3)) == 0
+            made = dict(dtype=t.dtype, device=t.device, inference=False)
+            made["requires_grad"] = graded and DTYPES[t.dtype].can_require_grad
+            g.apply(_leaf(draw, g, shape=draw(broadcastable_to, tuple(t.shape)), **made))
+            others.append(len(g.pool) - 1)
+        params, tensors = (), (*xs, *others)
+    g.apply(Step(op, tensors, params, draw(_ints(0, 5)) == 0))
+    _backward(draw, g, draw(_one_of(tuple(xs))))
+
+
+WRITE_MOTIFS = (_motif_out, _motif_resize, _motif_set, _motif_foreach)
 
 
 # ---- attribution ---------------------------------------------------------------------
@@ -208,7 +243,32 @@ def rule(f) -> str | None:
         return "resize.in_place"
     if step.op == "set_":
         return None if d.kind == "raise" else "set.shares_source"
+    if step.op in FOREACH:
+        if d.kind == "raise":
+            refused = _names(d, "INPLACE_ON_LEAF") or _names(d, "INPLACE_ON_LEAF_VIEW")
+            return "foreach.inplace_grad" if refused else None
+        return "foreach.inplace_grad"
+    if _after_foreach(f, d):
+        return "foreach.inplace_grad"
     return None
+
+
+_HISTORY = ("raise", "grad", "requires_grad", "has_grad_fn", "is_leaf")
+
+
+def _after_foreach(f, d) -> bool:
+    """A later discrepancy of autograd's that a _foreach_ write explains: the
+    write left the base of a view it wrote as it was, or a backward computes
+    through a tensor it wrote."""
+    if d.kind not in _HISTORY:
+        return False
+    steps = f.steps
+    if any(steps[n].op in FOREACH for n in f.run.unrecorded_view_writes if n <= d.step):
+        return True
+    if f.step.op not in ("backward", "backward_g", "autograd_grad"):
+        return False
+    wrote = {i for s in steps[: d.step] if s.op in FOREACH for i in s.tensors[:2]}
+    return bool(wrote) and bool(wrote & f.ancestry(f.step.tensors[0]))
 
 
 def _names(d, kind: str) -> bool:

@@ -209,3 +209,67 @@ def test_set_keeps_a_views_base_and_refuses_a_leaf_that_requires_grad():
     with eng.no_grad():
         eng.call("set_", [leaf, _leaf(eng, np.zeros(3))])
     assert leaf.requires_grad and leaf.shape == (3,)
+
+
+# ---- _foreach_ in place ------------------------------------------------------------
+
+
+def test_foreach_writes_each_tensor_as_add_and_mul_do_and_records_it():
+    eng = Engine()
+    a = _leaf(eng, [1.0, 2.0], rg=True)
+    b = _leaf(eng, [3.0], rg=True)
+    x, y = eng.call("mul_s", [a], (2.0,)), eng.call("mul_s", [b], (3.0,))
+    fx, fy = x.grad_fn(), y.grad_fn()
+    assert eng.call("foreach_add_s_", [x, y], (1.0,)) is None
+    assert x.grad_fn() is not fx and y.grad_fn() is not fy
+    assert (x.version, y.version) == (1, 1)
+    two, five = _leaf(eng, [2.0, 2.0]), _leaf(eng, [5.0])
+    eng.call("foreach_mul_l_", [x, y, two, five])
+    np.testing.assert_array_equal(x.values(), [6.0, 10.0])
+    np.testing.assert_array_equal(y.values(), [50.0])
+    total = eng.call("add", [eng.call("sum", [x]), eng.call("sum", [y])])
+    eng.call("backward", [total])
+    np.testing.assert_array_equal(a.grad, [4.0, 4.0])  # d(2a + 1) * 2 / da
+    np.testing.assert_array_equal(b.grad, [15.0])
+
+
+def test_foreach_refuses_a_leaf_that_requires_grad_before_writing_anything():
+    eng = Engine()
+    plain, leaf = _leaf(eng, [1.0, 1.0]), _leaf(eng, [1.0], rg=True)
+    raises(E.INPLACE_ON_LEAF, eng.call, "foreach_add_s_", [plain, leaf], (1.0,))
+    assert plain.version == 0 and plain.values().tolist() == [1.0, 1.0]
+    with eng.no_grad():
+        eng.call("foreach_add_s_", [plain, leaf], (1.0,))
+    assert leaf.values().tolist() == [2.0] and leaf.is_leaf
+
+
+def test_foreach_shape_error_on_the_second_tensor_after_the_first_was_written():
+    eng = Engine()
+    x, y = _leaf(eng, [1.0, 1.0]), _leaf(eng, [1.0, 1.0, 1.0])
+    ok, bad = _leaf(eng, [2.0, 2.0]), _leaf(eng, [1.0, 1.0, 1.0, 1.0])
+    raises(E.NOT_BROADCASTABLE, eng.call, "foreach_mul_l_", [x, y, ok, bad])
+    assert x.values().tolist() == [2.0, 2.0] and x.version == 1 and y.version == 0
+
+
+def test_foreach_before_2_1_is_not_recorded():
+    from oracle import Release
+
+    eng = Engine(Release(foreach_inplace_recorded=False))
+    a = _leaf(eng, [1.0], rg=True)
+    x = eng.call("mul_s", [a], (2.0,))
+    before = x.grad_fn()
+    eng.call("foreach_mul_s_", [x, _leaf(eng, [0.0])], (3.0,))
+    assert x.grad_fn() is before and x.version == 1
+
+
+def test_foreach_with_a_scalar_saves_no_tensor_for_it():
+    eng = Engine()
+    a = _leaf(eng, [1.0, 2.0], rg=True)
+    x, y, z = (eng.call("clone", [a]) for _ in range(3))
+    eng.call("foreach_mul_s_", [x, z], (3.0,))
+    eng.call("backward_g", [z, _leaf(eng, [1.0, 1.0])], (False,))
+    eng.call("backward_g", [z, _leaf(eng, [1.0, 1.0])], (False,))  # nothing saved: no error
+    np.testing.assert_array_equal(a.grad, [6.0, 6.0])
+    eng.call("mul_s_", [y], (3.0,))  # y.mul_(c) saves c as a wrapped 0-d tensor
+    eng.call("backward_g", [y, _leaf(eng, [1.0, 1.0])], (False,))
+    raises(E.BACKWARD_TWICE, eng.call, "backward_g", [y, _leaf(eng, [1.0, 1.0])], (False,))
