@@ -122,6 +122,23 @@ DIFFERENCES: dict[str, ReleaseDifference] = {
             "(for https://github.com/pytorch/pytorch/issues/184572)",
         ),
         ReleaseDifference(
+            "resize_skips_version_bump",
+            "<2.1",
+            "`x.resize_(shape)` leaves x's version counter as it was",
+            "it bumps x's version when the shape changes (not for the same shape)",
+            "https://github.com/pytorch/pytorch/pull/96403 "
+            "(for https://github.com/pytorch/pytorch/issues/93776)",
+        ),
+        ReleaseDifference(
+            "foreach_inplace_unrecorded",
+            "<2.1",
+            "torch._foreach_add_ and the other _foreach_ in-place ops write without autograd "
+            "recording them: no grad_fn changes, no gradient flows through the write",
+            "each write is recorded as add_/mul_ would be, and a leaf that requires grad is "
+            "refused",
+            "https://github.com/pytorch/pytorch/pull/96405",
+        ),
+        ReleaseDifference(
             "version_counter_setter",
             "<2.7",
             "torch._C._autograd._unsafe_set_version_counter(tensor, int)",
@@ -144,6 +161,8 @@ def oracle_release(release: Version = RELEASE) -> Release:
         setitem_fill_checks_overlap=not has_older("setitem_fill_skips_overlap_check", release),
         mean_saves_self=has_older("mean_saves_self", release),
         clamp_grad_at_bounds=has_older("clamp_grad_at_bounds", release),
+        resize_bumps_version=not has_older("resize_skips_version_bump", release),
+        foreach_inplace_recorded=not has_older("foreach_inplace_unrecorded", release),
     )
 
 

@@ -62,6 +62,10 @@ ERROR_CLASSES: dict[str, tuple[str, ...]] = {
     "INPUT_NO_GRAD": ("One of the differentiated Tensors does not require grad",),
     "CUSTOM_FUNCTION_VIEW": ("This view was created inside a custom Function",),
     "GRAD_ASSIGN_MISMATCH": ("attempting to assign a gradient", "assigned grad has data of a"),
+    "OUT_AUTOGRAD": ("arguments don't support automatic differentiation",),
+    "OUT_CAST": ("can't be cast to the desired output type",),
+    "OUT_DTYPE": ("Found dtype",),
+    "RESIZE_REQUIRES_GRAD": ("cannot resize variables that require grad",),
 }
 
 

@@ -743,6 +743,84 @@ CATALOGUE: tuple[Invariant, ...] = (
         "tools/autograd/derivatives.yaml (index_put, index_copy, index_add, scatter.src, "
         "masked_fill.Scalar)",
     ),
+    # --- the wider autograd surface (issue 10): out=, resize_, set_, _foreach_ ----------
+    Invariant(
+        "out.writes_out",
+        "op(..., out=o) returns o itself, holding the result, in o's own memory; o's version "
+        "goes up and the inputs are unchanged.",
+        "out (Tensor, optional) - the output tensor.",
+        "torch/_torch_docs.py (torch.add, torch.mul, torch.exp, torch.neg: the out argument)",
+    ),
+    Invariant(
+        "out.resizes_out",
+        "An out of another shape than the result is resized to it (its storage kept when it "
+        "fits); a non-empty one with a UserWarning, an empty one silently.",
+        "An output with one or more elements was resized since it had shape [...], which does "
+        "not match the required output shape [...]. This behavior is deprecated, and in a "
+        "future PyTorch release outputs will not be resized unless they have zero elements.",
+        "aten/src/ATen/native/Resize.cpp (resize_output_check)",
+    ),
+    Invariant(
+        "out.no_autograd",
+        "In grad mode, a call with out= raises when any argument (out included) requires grad; "
+        "under no_grad it runs and records nothing: out keeps its requires_grad and grad_fn.",
+        "functions with out=... arguments don't support automatic differentiation, but one of "
+        "the arguments requires grad.",
+        "torch/csrc/autograd/VariableTypeUtils.h (throw_error_out_requires_grad)",
+    ),
+    Invariant(
+        "out.dtype_cast",
+        "The result is cast into out's dtype where torch.can_cast allows it (never to a lower "
+        "kind: complex to real, float to integer, anything to bool), else the call raises "
+        "before writing (neg takes only an out of its input's dtype).",
+        "When the output tensor of an arithmetic operation is specified, we allow casting to "
+        "its dtype except that: An integral output tensor cannot accept a floating point "
+        "tensor. A boolean output tensor cannot accept a non-boolean tensor. A non-complex "
+        "output tensor cannot accept a complex tensor.",
+        "docs/source/tensor_attributes.rst (Type promotion doc)",
+    ),
+    Invariant(
+        "resize.in_place",
+        "x.resize_(shape) returns x with that shape, contiguous over the same storage (grown "
+        "in place when too small), its elements in storage order kept; x's version goes up "
+        "when the shape changes (from torch 2.1; a resize_ to the same shape changes nothing).",
+        "Resizes self tensor to the specified size. If the number of elements is larger than "
+        "the current storage size, then the underlying storage is resized to fit the new "
+        "number of elements. If the number of elements is smaller, the underlying storage is "
+        "not changed. Existing elements are preserved but any new memory is uninitialized.",
+        "torch/_tensor_docs.py (Tensor.resize_); torch/csrc/autograd/VariableTypeManual.cpp "
+        "(the version bump, pytorch/pytorch#96403)",
+    ),
+    Invariant(
+        "resize.requires_grad_raises",
+        "resize_ of a tensor that requires grad (a leaf, a result in the graph, a view of "
+        "one) raises, in grad mode and under no_grad, and leaves it as it was.",
+        "cannot resize variables that require grad",
+        "torch/csrc/autograd/VariableTypeManual.cpp (resize_)",
+    ),
+    Invariant(
+        "set.shares_source",
+        "x.set_(y) returns x sharing y's storage, offset, sizes and strides: a later write "
+        "through either is seen through the other. x keeps its own version counter (bumped "
+        "once; y's does not move, and later writes through one do not move the other's) and "
+        "its _base.",
+        "Sets the underlying storage, size, and strides. If source is a tensor, self tensor "
+        "will share the same storage and have the same size and strides as source. Changes "
+        "to elements in one tensor will be reflected in the other.",
+        "torch/_tensor_docs.py (Tensor.set_)",
+    ),
+    Invariant(
+        "foreach.inplace_grad",
+        "torch._foreach_add_/_foreach_mul_ (a scalar or a list) write each tensor of the list "
+        "in place (its version goes up) and autograd records each write as add_/mul_ would: a "
+        "new grad_fn, the same gradients; a leaf that requires grad is refused, in grad mode, "
+        "before anything is written.",
+        "Generate a `grad_fn` for each (tuple of) `Tensor`(s) of the same index for "
+        "`_foreach_foo_` and each `grad_fn` is `FooBackward`.",
+        "tools/autograd/gen_variable_type.py (pytorch/pytorch#96405, per-Tensor grad_fn for "
+        "in-place foreach functions)",
+        versions=">=2.1",
+    ),
     # --- the wider autograd surface (issue 10): gradient APIs ----------------------------
     Invariant(
         "grad.autograd_grad_returns",

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from . import geometry as geo
-from . import graph, modes, views
+from . import graph, modes, views, write_ops
 from .dtypes import DTYPES, differentiable, kind, op_values, round_to
 from .errors import ErrorKind, OracleError
 from .functions import FunctionOps
@@ -441,6 +441,10 @@ class Engine(FunctionOps):
             src = self._op_view(OPS["view"], [src], (src.shape[lead:],))
             src = self._op_view(OPS["expand"], [src], (dst.shape,))
         self._op_copy_(OPS["copy_"], [dst, src], (), fill)
+
+    def _op_writes(self, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:
+        """out=, resize_, set_, _foreach_ in place: oracle/write_ops.py."""
+        return write_ops.run(self, spec, ts, p)
 
     # ---- autograd --------------------------------------------------------------------
     def _op_backward(self, spec: OpSpec, ts: list, p: tuple) -> None:

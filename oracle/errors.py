@@ -41,6 +41,11 @@ class ErrorKind(enum.Enum):
     INPUT_NO_GRAD = "One of the differentiated Tensors does not require grad"
     GRAD_ASSIGN_MISMATCH = "attempting to assign a gradient"
     CUSTOM_FUNCTION_VIEW = "This view was created inside a custom Function"
+    # out=, resize_, set_, _foreach_ (oracle/write_ops.py)
+    OUT_AUTOGRAD = "arguments don't support automatic differentiation"
+    OUT_CAST = "can't be cast to the desired output type"
+    OUT_DTYPE = "Found dtype"
+    RESIZE_REQUIRES_GRAD = "cannot resize variables that require grad"
 
 
 # More stable substrings per kind; classify() tries these kinds first, in this order.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import index_ops, view_ops, views
+from . import index_ops, view_ops, views, write_ops
 from .dtypes import REAL_OF, kind, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import (
@@ -657,6 +657,10 @@ for _n, (_tpl, _p, _f, _b, _arity) in index_ops.ROWS.items():
         fwd=lambda xs, p, dt, f=_f: f(xs[0], xs[1] if len(xs) > 1 else None, p),
         bwd=lambda g, sv, p, n, s, b=_b: list(b(g, p, s[-1]))[: len(s)],
     )
+
+# out=, resize_, set_, _foreach_ (write_ops): rows of their own, run by write_ops.run
+for _n, _kw in write_ops.ROWS.items():
+    _row(_n, **_kw)
 
 # torch.autograd.grad: the gradient is returned, nothing accumulates (None where the
 # output does not depend on the input). It is cloned: whether a returned gradient is

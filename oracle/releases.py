@@ -31,6 +31,13 @@ class Release:
     # clamp's gradient at a bound (x == min or x == max): 1 before 2.14, 0
     # (the minimum-norm subgradient) from 2.14.
     clamp_grad_at_bounds: bool = False
+    # `x.resize_(shape)` to another shape bumps x's version from 2.1
+    # (pytorch/pytorch#96403); before, resize_ left the version alone.
+    resize_bumps_version: bool = True
+    # torch._foreach_add_ and the other _foreach_ in-place ops are recorded by
+    # autograd (each write as add_ would be) from 2.1 (pytorch/pytorch#96405);
+    # before, they wrote without a node (and without the leaf check).
+    foreach_inplace_recorded: bool = True
 
 
 NEWEST = Release()

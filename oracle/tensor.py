@@ -79,6 +79,7 @@ class OTensor:
         # has no version counter at all (the tensor itself and its views)
         self.inference = self.counterless = False
         self._acc: weakref.ref | None = None  # its AccumulateGrad, alive while a graph is
+        self.computed_in: str | None = None  # out=: the dtype its values were computed in
 
     def array(self) -> np.ndarray:
         """A writable numpy window onto the storage (it aliases like the tensor)."""

@@ -60,9 +60,15 @@ _NUMPY_WIDENS: dict[torch.dtype, np.dtype] = {
 }
 
 
-def to_numpy(tensor: torch.Tensor) -> np.ndarray:
-    """A tensor's values in its compute dtype (float64, complex128, int64, bool)."""
+def to_numpy(tensor: torch.Tensor, resizable: bool = False) -> np.ndarray:
+    """A tensor's values in its compute dtype (float64, complex128, int64, bool).
+
+    Tensor.numpy marks the storage it reads non-resizable, for good: a later
+    resize_ (or out= resize) that must grow it raises. `resizable` reads a
+    copy instead (about 8 µs more a call)."""
     widened = _NUMPY_WIDENS.get(tensor.dtype)
+    if resizable:
+        tensor = TENSOR_BASE.clone(TENSOR_BASE.detach(tensor))
     if widened is not None:
         # force: detach, cpu, resolve_conj and resolve_neg in one call (C++)
         return TENSOR_BASE.numpy(tensor, force=True).astype(widened, order="C")  # (a copy)

@@ -1759,6 +1759,230 @@ def _():
     _replace("index_copy_", make)
 
 
+# --- the wider autograd surface (issue 10): out=, resize_, set_, _foreach_ ------------
+
+_OUT_FUNCTIONS = ("add", "mul", "exp", "neg")
+
+
+def _replace_out(make: Callable[[Callable], Callable]) -> None:
+    """torch.add/mul/exp/neg = make(original), for calls with out= only."""
+    torch = _torch()
+    for name in _OUT_FUNCTIONS:
+        original = getattr(torch, name)
+        wrong = make(original)
+
+        def call(*args, out=None, _original=original, _wrong=wrong, **kwargs):
+            if out is None:
+                return _original(*args, **kwargs)
+            return _wrong(*args, out=out, **kwargs)
+
+        functools.update_wrapper(call, original, updated=())
+        setattr(torch, name, call)
+
+
+@plant("out_returns_new", "out.writes_out", "op(..., out=o) writes o but returns a new tensor")
+def _():
+    def make(original):
+        def call(*args, out, **kwargs):
+            return original(*args, out=out, **kwargs).clone()
+
+        return call
+
+    _replace_out(make)
+
+
+@plant("out_no_bump", "out.writes_out", "op(..., out=o) leaves o's version where it was")
+def _():
+    def make(original):
+        def call(*args, out, **kwargs):
+            before = out._version
+            result = original(*args, out=out, **kwargs)
+            _set_version(out, before)
+            return result
+
+        return call
+
+    _replace_out(make)
+
+
+@plant(
+    "out_resize_silent@nonempty",
+    "out.resizes_out",
+    "an out= tensor with elements is resized to the result's shape without the warning",
+)
+def _():
+    import warnings
+
+    def make(original):
+        def call(*args, out, **kwargs):
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="An output with one or more elements")
+                return original(*args, out=out, **kwargs)
+
+        return call
+
+    _replace_out(make)
+
+
+@plant(
+    "out_accepts_grad",
+    "out.no_autograd",
+    "op(..., out=o) in grad mode runs, untracked, where an argument requires grad",
+)
+def _():
+    torch = _torch()
+
+    def make(original):
+        def call(*args, out, **kwargs):
+            with torch.no_grad():
+                return original(*args, out=out, **kwargs)
+
+        return call
+
+    _replace_out(make)
+
+
+@plant(
+    "out_cast_truncates@float64",
+    "out.dtype_cast",
+    "a result of another dtype cast into a float64 out= tensor loses its fraction",
+)
+def _():
+    torch = _torch()
+
+    def make(original):
+        def call(*args, out, **kwargs):
+            result = original(*args, out=out, **kwargs)
+            inputs = [a for a in args if isinstance(a, torch.Tensor)]
+            if out.dtype == torch.float64 and any(a.dtype != torch.float64 for a in inputs):
+                before = out._version
+                with torch.no_grad():
+                    out.trunc_()
+                _set_version(out, before)
+            return result
+
+        return call
+
+    _replace_out(make)
+
+
+@plant("resize_no_bump", "resize.in_place", "resize_ to another shape leaves the version alone")
+def _():
+    def make(original):
+        def resize_(self, *args, **kwargs):
+            before = self._version
+            result = original(self, *args, **kwargs)
+            _set_version(self, before)
+            return result
+
+        return resize_
+
+    _replace("resize_", make)
+
+
+@plant(
+    "resize_new_storage",
+    "resize.in_place",
+    "resize_ moves the tensor to a new storage (a copy) instead of resizing its own",
+)
+def _():
+    torch = _torch()
+
+    def make(original):
+        def resize_(self, *args, **kwargs):
+            result = original(self, *args, **kwargs)
+            after = self._version
+            with torch.no_grad():
+                torch._C.TensorBase.set_(self, self.detach().clone())
+            _set_version(self, after)
+            return result
+
+        return resize_
+
+    _replace("resize_", make)
+
+
+@plant(
+    "resize_grad_allowed",
+    "resize.requires_grad_raises",
+    "resize_ of a tensor that requires grad resizes its .data instead of raising",
+)
+def _():
+    def make(original):
+        def resize_(self, *args, **kwargs):
+            if self.requires_grad:
+                return original(self.data, *args, **kwargs)
+            return original(self, *args, **kwargs)
+
+        return resize_
+
+    _replace("resize_", make)
+
+
+@plant("set_copies", "set.shares_source", "x.set_(y) gives x a copy of y, not y's storage")
+def _():
+    torch = _torch()
+
+    def make(original):
+        def set_(self, source=None, *args, **kwargs):
+            if isinstance(source, torch.Tensor) and not args and not kwargs:
+                return original(self, source.detach().clone())
+            return original(self, *(() if source is None else (source,)), *args, **kwargs)
+
+        return set_
+
+    _replace("set_", make)
+
+
+def _replace_foreach(make: Callable[[Callable], Callable]) -> None:
+    """torch._foreach_add_ and torch._foreach_mul_ = make(original)."""
+    torch = _torch()
+    for name in ("_foreach_add_", "_foreach_mul_"):
+        original = getattr(torch, name)
+        patched = make(original)
+        functools.update_wrapper(patched, original, updated=())
+        setattr(torch, name, patched)
+
+
+@plant(
+    "foreach_unrecorded",
+    "foreach.inplace_grad",
+    "torch._foreach_add_/_foreach_mul_ write without autograd recording it (as before 2.1)",
+)
+def _():
+    torch = _torch()
+
+    def make(original):
+        def call(*args, **kwargs):
+            with torch.no_grad():
+                return original(*args, **kwargs)
+
+        return call
+
+    _replace_foreach(make)
+
+
+@plant(
+    "foreach_unrecorded@tensor_list",
+    "foreach.inplace_grad",
+    "torch._foreach_add_/_foreach_mul_ with a list of tensors write without autograd "
+    "recording it (the scalar forms are right)",
+)
+def _():
+    torch = _torch()
+
+    def make(original):
+        def call(tensors, other, *args, **kwargs):
+            if isinstance(other, (list, tuple)) and other and isinstance(other[0], torch.Tensor):
+                with torch.no_grad():
+                    return original(tensors, other, *args, **kwargs)
+            return original(tensors, other, *args, **kwargs)
+
+        return call
+
+    _replace_foreach(make)
+
+
 # --- the wider autograd surface (issue 10): gradient APIs ---------------------------
 
 

@@ -62,6 +62,9 @@ def test_oracle_agrees_with_torch_on_a_corpus_of_generated_chains():
     # and the writes at indexed positions
     for op in ("setitem_t", "index_put_", "masked_fill_", "index_add_", "index_copy_", "scatter_"):
         assert seen[op] > 0, f"no scenario used {op}"
+    # and out=, resize_, set_, _foreach_ (oracle/write_ops.py)
+    for op in ("add_out", "mul_out", "exp_out", "neg_out", "resize_", "set_", "foreach_add_s_"):
+        assert seen[op] > 0, f"no scenario used {op}"
 
 
 def _leaf(values, dtype="float32", requires_grad=False) -> Step:

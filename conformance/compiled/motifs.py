@@ -24,7 +24,7 @@ from random import Random
 import torch
 from hypothesis import strategies as st
 
-from conformance.compiled.ops import COMPILE_OPS, overlapping
+from conformance.compiled.ops import COMPILE_OPS, EAGER_ONLY, overlapping
 from conformance.compiled.program import CompiledProgram, CStep, run_step, split
 from conformance.differential.generate import programs
 from strategies.dtypes import DTYPES, seeded_values
@@ -336,7 +336,8 @@ def _without_inference(program: Program) -> Program:
         replace(s, leaf=replace(s.leaf, inference=False)) if s.op == "leaf" else s
         for s in program.steps
     ]
-    return Program(steps, render=program.render)
+    cut = next((i for i, s in enumerate(steps) if s.op in EAGER_ONLY), len(steps))  # (ops.py)
+    return Program(steps[:cut], render=program.render)
 
 
 def graph_break(b: Builder) -> None:

@@ -15,6 +15,7 @@ from random import Random
 import torch
 
 from conformance.differential import functions
+from oracle import OPS
 
 # A custom autograd.Function that writes its input in place and says so with
 # mark_dirty. Kept as source: the programs and the repro scripts define it.
@@ -122,6 +123,16 @@ def _unfold(rng: Random, t: torch.Tensor) -> tuple | None:
     n = t.shape[d] if t.dim() else 1
     size = rng.randint(1, n)
     return (d, size, rng.randint(1, 2))
+
+
+# Rows of oracle.OPS the compiled differential leaves out: its compiled
+# programs stop before the first of them (motifs.compiled_programs). out=,
+# resize_, set_ and the _foreach_ in-place ops (oracle/write_ops.py) are not
+# triaged under torch.compile yet: a first aot_eager run of 60 programs built
+# of their motifs diverged in some sixteen ways (zero .grad where eager has
+# None, input mutations, refused resizes and casts) that no one has
+# minimized. Eager torch is still held to the reference model on them.
+EAGER_ONLY = tuple(name for name, spec in OPS.items() if spec.impl == "writes")
 
 
 @dataclass(frozen=True)

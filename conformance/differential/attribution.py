@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from conformance.differential import writes
 from conformance.differential.function_rules import function_rule
 from conformance.differential.index_params import INDEX_WRITES
 from conformance.differential.lockstep import Discrepancy, Run, execute
@@ -247,6 +248,8 @@ def attribute(run: Run, d: Discrepancy) -> str:
     rule = function_rule(f)  # custom Functions and saved-tensor hooks: narrower, first
     if rule is not None:
         return rule
+    if (written := writes.rule(f)) is not None:  # out=, resize_, set_, _foreach_
+        return written
     if kind in _HISTORY_KINDS and any(n <= d.step for n in run.unrecorded_view_writes):
         return "view.inplace_updates_base_grad"
     if kind == "raise":

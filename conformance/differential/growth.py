@@ -53,6 +53,8 @@ def _family(name: str) -> str:
         return "gradapi"
     if name.startswith(("fn_", "sin_hooked_")):  # custom Functions, hooks: their motifs
         return "function"
+    if spec.impl == "writes":  # out=, resize_, set_, _foreach_: only their motifs
+        return "writes"
     if spec.view:
         return "view"
     if spec.inplace:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from conformance import build
-from conformance.differential import functions
+from conformance.differential import functions, write_checks
 from conformance.differential.modes import oracle_mode, wrap
 from conformance.differential.torch_calls import call_source
 from oracle import OPS, Engine, OracleError, OTensor
@@ -248,6 +248,10 @@ def repro_script(
                 lines.append(code)
                 lines.append(f"assert result is {names[0]}, 'the in-place op did not return self'")
                 break
+            if discrepancy.kind == "warning":  # out=: the resize warning
+                code = step_lines(step, name, names, error)
+                lines += write_checks.warning_repro(code, discrepancy.expected)
+                break
             if discrepancy.kind == "raise" and error is None:
                 lines.append("try:")
                 lines += ["    " + line for line in step_lines(step, name, names, None)]
@@ -257,7 +261,7 @@ def repro_script(
         lines += step_lines(step, name, names, error)
         if number == last:
             break
-    if discrepancy.kind not in ("raise", "identity"):
+    if discrepancy.kind not in ("raise", "identity", "warning"):
         lines += _checks(discrepancy.kind, discrepancy.tensors, discrepancy.expected, tolerance)
     lines.append(f"print('ok: torch keeps {invariant}')")
     return "\n".join(lines) + "\n"

@@ -21,6 +21,7 @@ import torch
 
 from conformance import build, watch
 from conformance.check import close, dense
+from conformance.differential import write_checks
 from conformance.differential.modes import oracle_mode, torch_mode
 from conformance.differential.observe import (
     RAISES,
@@ -90,6 +91,7 @@ class Run:
     # grad_fn as it was: torch must rebase the base's history onto the write
     unrecorded_view_writes: list[int] = field(default_factory=list)
     steps_checked: int = 0
+    resizes: bool = False  # a step may resize storage: read torch's tensors keeping it resizable
     # (oracle, torch) observations after the last step compared, and before it
     observed: tuple[list[Observed], list[Observed]] = ([], [])
     previous: tuple[list[Observed], list[Observed]] = ([], [])
@@ -185,12 +187,13 @@ def execute(program: Program, exhaustive: bool = False) -> tuple[Run, Discrepanc
 
 
 def _execute(program: Program, exhaustive: bool) -> tuple[Run, Discrepancy | None]:
-    run = Run(program)
+    run = Run(program, resizes=write_checks.resizes(program))
     partial = False  # the last comparison left some tensors unread
     for number, step in enumerate(program.steps):
         base, before = _view_write_base(run, step)
         watch.note(step=number)  # a crash or hang in this step leaves its number
-        t_result, t_error = _torch_step(run, step)
+        with write_checks.recording(run, step):  # out=: the resize warning
+            t_result, t_error = _torch_step(run, step)
         if t_error is not None and missing_kernel(run, step, t_error) is not None:
             # not in this build: the step is skipped (and counted), the chain
             # ends, and nothing after it is compared (torch may have run part
@@ -201,6 +204,8 @@ def _execute(program: Program, exhaustive: bool) -> tuple[Run, Discrepancy | Non
             run.unrecorded_view_writes.append(number)
         o_result, o_error = _oracle_step(run, step)
         found = _compare_outcome(run, number, step, t_result, t_error, o_result, o_error)
+        if found is None and (warned := write_checks.warning_differs(run, step, o_error)):
+            found = Discrepancy(number, "warning", step.tensors[:1], *warned)
         if found is not None:
             return run, found
         if isinstance(o_result, OTensor) and all(o_result is not t for t in run.oracle_pool):
@@ -341,7 +346,7 @@ def _reader(names: tuple[str, ...]) -> Callable[[Observed], tuple]:
 def _observe(run: Run, scope: list[int] | None) -> tuple[list[Observed], list[Observed]]:
     """Both sides' observations: read afresh for `scope` (None: all), kept
     from the last step for the others."""
-    theirs = observe_torch(run.torch_pool, scope)
+    theirs = observe_torch(run.torch_pool, scope, run.resizes)
     with suite_code("reading the reference model's tensors"):
         ours = observe_oracle(run.oracle_pool, scope)
     if scope is None:
@@ -422,7 +427,8 @@ def _compare_pool(
             return d
     for i in live:
         o, t = ours[i], theirs[i]
-        if not skip_values and not close(t.values, o.values, o.dtype, tolerance(o.dtype)):
+        tol = max(tolerance(o.dtype), tolerance(run.oracle_pool[i].computed_in or o.dtype))
+        if not skip_values and not close(t.values, o.values, o.dtype, tol):
             return found(
                 "values",
                 [i],

@@ -22,6 +22,7 @@ from conformance.differential.growth import (
 )
 from conformance.differential.mode_motifs import MODE_MOTIFS
 from conformance.differential.view_params import CHOSEN
+from conformance.differential.writes import WRITE_MOTIFS
 from oracle import OPS
 from strategies.programs import Step, expand_shape
 
@@ -386,3 +387,4 @@ SURFACE_MOTIFS += (
     _motif_custom_function,
     _motif_saved_tensor_hooks,
 )
+SURFACE_MOTIFS += WRITE_MOTIFS  # out=, resize_, set_, _foreach_ (writes.py)

@@ -58,9 +58,12 @@ class _PoolIndex:
         return self.table.get(id(t), -1)
 
 
-def observe_torch(pool: list[torch.Tensor], only: list[int] | None = None) -> list[Observed]:
+def observe_torch(
+    pool: list[torch.Tensor], only: list[int] | None = None, resizable: bool = False
+) -> list[Observed]:
     """What can be seen of each tensor of `pool` (of `pool[i]` for i in
-    `only`, in that order, when given)."""
+    `only`, in that order, when given); `resizable`: read without marking
+    storages non-resizable (programs that resize, see to_numpy)."""
     index = _PoolIndex(pool)
     seen = []
     with warnings.catch_warnings():
@@ -78,7 +81,7 @@ def observe_torch(pool: list[torch.Tensor], only: list[int] | None = None) -> li
             shape = tuple(t.shape)
             dtype = DTYPE_NAMES[t.dtype]
             device = _device(t.device)
-            values = to_numpy(t)
+            values = to_numpy(t, resizable)
             strides = tuple(t.stride())
             requires_grad = t.requires_grad
             try:
