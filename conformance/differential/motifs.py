@@ -320,13 +320,13 @@ _FN_SCALES = (2.0, -0.5, 3.0)
 
 
 def _fn_step(draw, g: Growth, op: str, x: int) -> int | None:
-    """A custom Function's (or hooked op's) step on pool tensor x, in grad mode;
-    the index of its result (x itself for MulDirty)."""
+    """A custom Function's (or hooked op's) step on pool tensor x, mostly in grad
+    mode; the index of its result (x itself for MulDirty, in grad mode)."""
     if _kind(g.pool[x]) not in OPS[op].dtypes or g.pool[x].inference:
         return None
     params = (draw(_one_of(_FN_SCALES)),) if OPS[op].params else ()
     before = len(g.pool)
-    g.apply(Step(op, (x,), params))
+    g.apply(Step(op, (x,), params, draw(_ints(0, 5)) == 5))  # now and then under no_grad
     return len(g.pool) - 1 if len(g.pool) > before else x
 
 

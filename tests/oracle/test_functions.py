@@ -116,3 +116,12 @@ def test_hooks_x2_x2_backward_uses_unpacks_value():
     _backward(eng, z)
     np.testing.assert_allclose(x.grad, np.cos([2.0, 4.0]))
     raises(E.BACKWARD_TWICE, _backward, eng, z)
+
+
+def test_mark_dirty_under_no_grad_returns_a_detached_alias():
+    eng = Engine()
+    x = _leaf(eng, [1.0, 2.0])
+    with eng.no_grad():
+        z = eng.call("fn_mul_", [x], (2.0,))
+    assert z is not x and z.storage is x.storage and z.counter is x.counter
+    assert not z.requires_grad and x.version == 2 and x.grad_fn() is None
