@@ -13,8 +13,9 @@ short method of the Engine (mixed in). What was measured on torch 2.13.0:
   Under no_grad, an x that requires grad comes back as x.detach().
 - SignND (x.sign(), mark_non_differentiable): the output requires no grad.
 - ViewFn (x.view_as(x)): a view of x whose grad_fn is the Function's node;
-  torch marks it made in a custom Function: writing it in place raises, and
-  once it or its base was written, reading its grad_fn raises.
+  torch marks it made in a custom Function (when x requires grad, under
+  no_grad too): writing it in place in grad mode raises, and once it or its
+  base was written, reading its grad_fn raises.
 - sin under hooks: pack runs once when sin saves x, unpack once at backward,
   and the gradient is computed from what unpack returned; a tensor saved
   through hooks has no version check (nor the detached-in-place check).
@@ -102,7 +103,9 @@ class FunctionOps:
         edges = [t.edge()] if need else None
         geom = (t.shape, t.strides, t.offset, lambda g, in_shape: g)
         v = self._view_result(spec.name, t, geom, edges)
-        if need and v.base is not None:  # CreationMeta::IN_CUSTOM_FUNCTION
+        # CreationMeta::IN_CUSTOM_FUNCTION wherever x requires grad, under no_grad too
+        # (torch then says "A view was created in no_grad mode ... inside a custom Function")
+        if t.requires_grad and v.base is not None:
             v.no_grad_view = v.multi_output = False
             v.custom_view = True
         return v
