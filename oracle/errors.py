@@ -50,6 +50,8 @@ class ErrorKind(enum.Enum):
 
 # More stable substrings per kind; classify() tries these kinds first, in this order.
 _ALSO = {
+    # (torch prefixes it with "A view was created in no_grad mode" for a view without grad_fn)
+    ErrorKind.CUSTOM_FUNCTION_VIEW: (),
     ErrorKind.INPLACE_ON_LEAF_VIEW: (),
     ErrorKind.INPLACE_ON_LEAF: (),
     ErrorKind.NOT_BROADCASTABLE: (

@@ -10,10 +10,12 @@ short method of the Engine (mixed in). What was measured on torch 2.13.0:
   twice (the write, then mark_dirty); a leaf that requires grad raises after
   the write (raw grad_fn field), a view goes through rebase_history's checks,
   else the Function's node becomes x's history (its base's, for a view).
+  Under no_grad, an x that requires grad comes back as x.detach().
 - SignND (x.sign(), mark_non_differentiable): the output requires no grad.
 - ViewFn (x.view_as(x)): a view of x whose grad_fn is the Function's node;
-  torch marks it made in a custom Function: writing it in place raises, and
-  once it or its base was written, reading its grad_fn raises.
+  torch marks it made in a custom Function (when x requires grad, under
+  no_grad too): writing it in place in grad mode raises, and once it or its
+  base was written, reading its grad_fn raises.
 - sin under hooks: pack runs once when sin saves x, unpack once at backward,
   and the gradient is computed from what unpack returned; a tensor saved
   through hooks has no version check (nor the detached-in-place check).
@@ -67,14 +69,14 @@ class FunctionOps:
         """MulDirty.apply(x, c): x.mul_(c) inside forward, mark_dirty(x), return x."""
         t = ts[0]
         need = self._needs_grad(ts)
-        if not self.grad_enabled and t.requires_grad:
-            self.undefined = "a dirty input that requires grad under no_grad: not modelled"
         edges = [t.edge()] if need else None
         self._check_write(t, None)  # forward's own mul_
         with np.errstate(all="ignore"):
             values = op_values(t.values(), t.dtype) * p[0]
         self._write(t, values)
         t.counter.value += 1  # mark_dirty bumps the version again
+        if not self.grad_enabled and t.requires_grad:  # nothing recorded: a detached alias
+            return self._op_detach(OPS["detach"], [t], ())
         if need:
             if t._fn is None and t.requires_grad:  # torch reads the raw field
                 raise OracleError(ErrorKind.INPLACE_ON_LEAF)
@@ -90,7 +92,8 @@ class FunctionOps:
         if self._needs_grad(ts):  # apply collects its inputs' edges all the same
             t.edge()
         strides = geo.elementwise_strides(t.shape, [(t.shape, t.strides)])
-        values = round_to(np.sign(op_values(t.values(), t.dtype)), t.dtype)
+        v = op_values(t.values(), t.dtype)
+        values = round_to(np.where(np.isnan(v), 0, np.sign(v)), t.dtype)  # sign(nan) is 0
         return new_tensor(values, t.dtype, strides, t.device)
 
     def _op_fn_view(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
@@ -100,7 +103,9 @@ class FunctionOps:
         edges = [t.edge()] if need else None
         geom = (t.shape, t.strides, t.offset, lambda g, in_shape: g)
         v = self._view_result(spec.name, t, geom, edges)
-        if need and v.base is not None:  # CreationMeta::IN_CUSTOM_FUNCTION
+        # CreationMeta::IN_CUSTOM_FUNCTION wherever x requires grad, under no_grad too
+        # (torch then says "A view was created in no_grad mode ... inside a custom Function")
+        if t.requires_grad and v.base is not None:
             v.no_grad_view = v.multi_output = False
             v.custom_view = True
         return v

@@ -89,13 +89,29 @@ def test_view_output_refuses_writes_and_a_written_base():
     eng.call("mul_s_", [w], (2.0,))
 
 
-def test_view_output_under_no_grad_is_a_no_grad_view():
+def test_view_output_under_no_grad_is_still_made_in_a_custom_function():
     eng = Engine()
     y = eng.call("mul_s", [_leaf(eng, [1.0, 2.0])], (1.0,))
     with eng.no_grad():
         v = eng.call("fn_view", [y])
-    assert v.no_grad_view and not v.custom_view
-    raises(E.NO_GRAD_VIEW_INPLACE, eng.call, "mul_s_", [v], (2.0,))
+    assert v.custom_view and not v.no_grad_view and v.requires_grad and v.grad_fn() is None
+    raises(E.CUSTOM_FUNCTION_VIEW, eng.call, "mul_s_", [v], (2.0,))
+    w = eng.call("select", [v], (0, 0))  # a view of it inherits its CreationMeta
+    raises(E.CUSTOM_FUNCTION_VIEW, eng.call, "mul_s_", [w], (2.0,))
+    with eng.no_grad():
+        eng.call("mul_s_", [v], (2.0,))  # allowed; its grad_fn now cannot be read
+    raises(E.CUSTOM_FUNCTION_VIEW, v.grad_fn)
+
+
+def test_the_no_grad_prefix_of_a_custom_function_view_is_classified_as_such():
+    from oracle import classify
+
+    message = (
+        "A view was created in no_grad mode and is being modified inplace with grad mode "
+        "enabled. This view was created inside a custom Function (or because an input was "
+        "returned as-is) and the autograd logic ..."
+    )
+    assert classify(message) is E.CUSTOM_FUNCTION_VIEW
 
 
 def test_hooks_detach_no_version_check_reads_the_written_values():
@@ -116,3 +132,12 @@ def test_hooks_x2_x2_backward_uses_unpacks_value():
     _backward(eng, z)
     np.testing.assert_allclose(x.grad, np.cos([2.0, 4.0]))
     raises(E.BACKWARD_TWICE, _backward, eng, z)
+
+
+def test_mark_dirty_under_no_grad_returns_a_detached_alias():
+    eng = Engine()
+    x = _leaf(eng, [1.0, 2.0])
+    with eng.no_grad():
+        z = eng.call("fn_mul_", [x], (2.0,))
+    assert z is not x and z.storage is x.storage and z.counter is x.counter
+    assert not z.requires_grad and x.version == 2 and x.grad_fn() is None
