@@ -420,11 +420,23 @@ class Engine(FunctionOps):
             self._check_write(t, None if fill else src)  # (the same data: no checks at all)
             if geo.broadcast_shapes(t.shape, src.shape) != t.shape:
                 raise OracleError(ErrorKind.NOT_BROADCASTABLE, "must match the size")
+        if kind(t.dtype) == "int" and kind(src.dtype) in ("float", "complex"):
+            self._note_unrepresentable(src.values(), t.dtype)
         self._write(t, src.values())
         if need:
             bwd = lambda g, sv, needs: [np.zeros_like(g), g]  # noqa: E731
             self._rebase(t, Node("CopyBackwards", edges, bwd, (t.shape, t.dtype)))
         return t
+
+    def _note_unrepresentable(self, values: np.ndarray, dtype: str) -> None:
+        """A float cast to an integer dtype it does not fit (nan, inf, out of
+        range) is undefined behaviour in C++: torch's result is whatever the
+        CPU gives."""
+        v = np.real(values)
+        info = np.iinfo(np.dtype(dtype))
+        with np.errstate(invalid="ignore"):
+            if not np.all(np.isfinite(v)) or np.any((v <= info.min - 1) | (v >= info.max + 1.0)):
+                self.undefined = f"copy_ of nan, inf or a value out of range into {dtype}"
 
     def _op_setitem(self, spec: OpSpec, ts: list, p: tuple) -> None:
         """x[index] = v: slice item by item, then copy_ (a 0-d v: fill_, which clones v)."""

@@ -433,3 +433,21 @@ def test_set_data_with_another_shape_and_accumulate_grad():
     raises(
         E.NOT_BROADCASTABLE, eng2.call, "backward_g", [y, _leaf(eng2, np.ones((3, 1)))], (False,)
     )  # backward's own gradient is copied into the leaf's layout
+
+
+def test_copy_of_unrepresentable_floats_into_integers_is_undefined():
+    # C++ leaves nan, inf and out-of-range float-to-int casts undefined: torch
+    # gives whatever the CPU does (int64 min on x86), so no value is predicted
+    import numpy as np
+
+    from oracle import Engine
+
+    for bad, dtype in ((np.nan, "int64"), (np.inf, "int32"), (300.0, "uint8"), (-1.0, "uint8")):
+        e = Engine()
+        dst = e.leaf(np.zeros(2), dtype, False)
+        e.call("copy_", [dst, e.leaf(np.array([1.0, bad]), "float32", False)])
+        assert e.undefined and dtype in e.undefined, (bad, dtype)
+    e = Engine()
+    dst = e.leaf(np.zeros(2), "uint8", False)
+    e.call("copy_", [dst, e.leaf(np.array([255.9, -0.9]), "float64", False)])
+    assert e.undefined is None and dst.values().tolist() == [255, 0]
