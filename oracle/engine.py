@@ -401,6 +401,8 @@ class Engine:
             self._check_write(t, None if fill else src)  # (the same data: no checks at all)
             if geo.broadcast_shapes(t.shape, src.shape) != t.shape:
                 raise OracleError(ErrorKind.NOT_BROADCASTABLE, "must match the size")
+        if kind(t.dtype) == "int" and not np.all(np.isfinite(src.values())):
+            self.undefined = "nan or inf cast to an integer: undefined in C++ (x86: INT_MIN)"
         self._write(t, src.values())
         if need:
             bwd = lambda g, sv, needs: [np.zeros_like(g), g]  # noqa: E731
