@@ -27,8 +27,8 @@ target or a source in the graph gets a grad_fn torch cannot differentiate
 (not modelled: Engine.undefined).
 
 torch._foreach_add_/_foreach_mul_ over two tensors, with a scalar or a list
-of two tensors: each tensor is written as add_/mul_ writes it, in order, and
-from torch 2.1 (pytorch/pytorch#96405; Release.foreach_inplace_recorded)
+of two tensors: each tensor is written as add_/mul_ writes it, in order,
+and (since torch 2.1: pytorch/pytorch#96405, Release.foreach_inplace_recorded)
 autograd records each write as add_/mul_ would: a grad_fn of its own,
 gradients as theirs, and a leaf that requires grad refused, before anything
 is written. A shape error on the second tensor comes after the first was
