@@ -122,6 +122,17 @@ DIFFERENCES: dict[str, ReleaseDifference] = {
             "(for https://github.com/pytorch/pytorch/issues/184572)",
         ),
         ReleaseDifference(
+            "copy_same_memory_ignores_bits",
+            # measured on the release wheels by an earlier attempt (2.0.1 wrote nothing,
+            # 2.4.1 on wrote the conjugate); not re-measured in this tree
+            "<2.4",
+            "`x.conj().copy_(x)` (src the same memory, geometry and dtype as self, with "
+            "another conjugate or negative bit) takes src for self's own data and writes "
+            "nothing",
+            "it writes the conjugate (the negation): x becomes x.conj()",
+            "not found upstream; seen on the release wheels",
+        ),
+        ReleaseDifference(
             "version_counter_setter",
             "<2.7",
             "torch._C._autograd._unsafe_set_version_counter(tensor, int)",
@@ -144,6 +155,7 @@ def oracle_release(release: Version = RELEASE) -> Release:
         setitem_fill_checks_overlap=not has_older("setitem_fill_skips_overlap_check", release),
         mean_saves_self=has_older("mean_saves_self", release),
         clamp_grad_at_bounds=has_older("clamp_grad_at_bounds", release),
+        copy_resolves_bits_of_same_memory=not has_older("copy_same_memory_ignores_bits", release),
     )
 
 

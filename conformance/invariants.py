@@ -636,6 +636,30 @@ CATALOGUE: tuple[Invariant, ...] = (
         _MULTI_OUTPUT_SOURCE,
         ">=1.9",
     ),
+    # --- the wider autograd surface (issue 10): lazily resolved and dtype views -------
+    Invariant(
+        "view.conj_lazy",
+        "conj() of a complex tensor x (and x.H, x.mH, x.adjoint()) is a view with the "
+        "conjugate bit set: it shares x's memory and version counter, reads as the conjugate, "
+        "a write through it stores the conjugate of what is written, and its gradient reaches "
+        "x conjugated; conj() of a tensor that is not complex is x itself. torch._neg_view "
+        "is the same with the negative bit.",
+        "Returns a view of input with a flipped conjugate bit. If input has a non-complex "
+        "dtype, this function just returns input. [...] torch.conj() performs a lazy "
+        "conjugation, but the actual conjugated tensor can be materialized at any time using "
+        "torch.resolve_conj().",
+        "torch/_torch_docs.py (torch.conj); docs/source/tensor_view.rst (conj, adjoint, H, mH)",
+    ),
+    Invariant(
+        "view.conj_resolve",
+        "resolve_conj() of a tensor with the conjugate bit is a new tensor in new memory holding "
+        "the conjugate values, bit cleared, in x's graph; of a tensor without the bit it is the "
+        "tensor itself (resolve_neg() alike for the negative bit).",
+        "Returns a new tensor with materialized conjugation if input's conjugate bit is set to "
+        "True, else returns input. The output tensor will always have its conjugate bit set "
+        "to False.",
+        "torch/_torch_docs.py (torch.resolve_conj, torch.resolve_neg)",
+    ),
     # --- the wider autograd surface (issue 10): writes at indexed positions ------------
     Invariant(
         "index.writes_in_place",

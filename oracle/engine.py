@@ -11,6 +11,7 @@ import numpy as np
 
 from . import geometry as geo
 from . import graph, views
+from .complex_views import ComplexViews
 from .dtypes import DTYPES, differentiable, kind, op_values, round_to
 from .errors import ErrorKind, OracleError
 from .graph import Node, Saved, copy_slices, run_backward
@@ -23,7 +24,7 @@ def _geom(t: OTensor) -> tuple:
     return (t.storage, t.offset, t.shape, t.strides)
 
 
-class Engine:
+class Engine(ComplexViews):
     """A model of torch's eager autograd state: grad mode plus the tensors it made."""
 
     def __init__(self, release: Release = NEWEST) -> None:
@@ -231,7 +232,7 @@ class Engine:
         out = OTensor(
             t.storage, t.offset, t.shape, t.strides, t.dtype, counter or t.counter, t.device
         )
-        out.inference = t.inference
+        out.inference, out.conj, out.neg = t.inference, t.conj, t.neg
         return out
 
     def _op_data(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
@@ -251,6 +252,7 @@ class Engine:
         if b.dtype != a.dtype:
             a._acc = None  # torch drops the leaf's AccumulateGrad
         a.storage, a.offset, a.shape, a.strides, a.dtype = (*_geom(b), b.dtype)
+        a.conj, a.neg = b.conj, b.neg
 
     def _op_view(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
         t, edge = ts[0], self._edge_once(ts[0])
@@ -279,6 +281,7 @@ class Engine:
             out._fn = node
             return out
         v = OTensor(t.storage, offset, shape, strides, t.dtype, t.counter, t.device)
+        v.conj, v.neg = t.conj, t.neg  # a view of a conj (neg) view reads through its bit
         if t.counterless:  # inference tensors' views are not tracked as views
             v.inference = v.counterless = True
             return v
@@ -329,7 +332,7 @@ class Engine:
     @staticmethod
     def _write(t: OTensor, values: np.ndarray) -> None:
         with np.errstate(all="ignore"):
-            t.array()[...] = round_to(np.broadcast_to(values, t.shape), t.dtype)
+            t.store(np.broadcast_to(values, t.shape))
         if t.counterless:  # torch writes, then finds no counter to bump
             raise OracleError(ErrorKind.INFERENCE_INPLACE)
         t.counter.value += 1
@@ -352,8 +355,11 @@ class Engine:
         edges = [x.edge() for x in ts] if need else None
         # torch's autograd wrapper saves the operands before the kernel checks them
         saves = self._saves(spec, ts, p, edges, (True, False)) if need else {}
-        if spec.overlap_check:
-            self._check_write(t, other)
+        # an operand with a conjugate or negative bit is resolved into new memory first
+        # (torch's fallback): only self's own overlap is checked, when it is written back
+        bits = [x for x in ts if x.conj or x.neg]
+        if spec.overlap_check or bits:
+            self._check_write(t, None if bits else other)
         if other is not None and geo.broadcast_shapes(t.shape, other.shape) != t.shape:
             bad = geo.broadcast_shapes(t.shape, other.shape) is None
             raise OracleError(
@@ -379,7 +385,7 @@ class Engine:
         edges = [x.edge() for x in ts] if need else None
         # torch's autograd wrapper saves the operands before the kernel checks them
         saved = self._saves(spec, ts, p, edges, (False, False)) if need else {}
-        if spec.overlap_check:
+        if spec.overlap_check or t.conj or t.neg:  # (a bit: resolved, written back by copy_)
             self._check_write(t, None)
         elif geo.has_internal_overlap(t.shape, t.strides):  # which write lands last: unknown
             self.undefined = f"{spec.name} into elements that share memory"
@@ -401,7 +407,9 @@ class Engine:
             self._check_write(t, None if fill else src)  # (the same data: no checks at all)
             if geo.broadcast_shapes(t.shape, src.shape) != t.shape:
                 raise OracleError(ErrorKind.NOT_BROADCASTABLE, "must match the size")
-        self._write(t, src.values())
+        same_memory = _geom(src) == _geom(t) and src.dtype == t.dtype  # (before 2.4: no copy)
+        skip = same_memory and not self.release.copy_resolves_bits_of_same_memory
+        self._write(t, t.values() if skip else src.values())
         if need:
             bwd = lambda g, sv, needs: [np.zeros_like(g), g]  # noqa: E731
             self._rebase(t, Node("CopyBackwards", edges, bwd, (t.shape, t.dtype)))

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import geometry
+from .bits import apply_bits, between
 from .dtypes import op_values, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import Shape, broadcast_shapes, has_internal_overlap, is_dense
@@ -29,6 +30,7 @@ class Saved:
         self.copy = t.values() if copy else None
         self.tensor, self.was_leaf = (None if output else t), t._fn is None
         self.geom, self.dtype = (t.storage, t.offset, t.shape, t.strides), t.dtype
+        self.bits = (t.conj, t.neg)
         self.counter, self.version, self.released = t.counter, t.counter.value, False
 
     def unpack(self) -> np.ndarray:
@@ -46,7 +48,7 @@ class Saved:
             )
         if self.tensor is not None:
             return op_values(self.tensor.values(), self.tensor.dtype)
-        return op_values(strided(*self.geom).copy(), self.dtype)
+        return op_values(apply_bits(strided(*self.geom), *self.bits), self.dtype)
 
 
 class Node:
@@ -111,10 +113,11 @@ def as_strided_node(view: OTensor, base: OTensor) -> Node:
     """AsStridedBackward0: a view's grad_fn regenerated after its base was rewritten."""
     vidx = flat_index(view.offset, view.shape, view.strides)
     bidx = flat_index(base.offset, base.shape, base.strides)
+    through = between(view, base)  # a conj view's gradient reaches the base conjugated
 
     def backward(g: np.ndarray, _: dict, needs: list) -> list:
         buf = _buffer(g.dtype, vidx, bidx)
-        np.add.at(buf, vidx, g)
+        np.add.at(buf, vidx, through(g))
         return [buf[bidx]]
 
     return Node("AsStridedBackward0", [base.edge()], backward, (view.shape, view.dtype))
@@ -127,19 +130,20 @@ def copy_slices(base: OTensor, view: OTensor, inner: Node) -> Node:
     bidx = flat_index(base.offset, base.shape, base.strides)
     vshape, vdtype = view.shape, view.dtype
     overlaps = has_internal_overlap(view.shape, view.strides)
+    through = between(view, base)  # the view's part of the gradient, as the view reads it
 
     def backward(g: np.ndarray, _: dict, needs: list) -> list:
         if inner.released:  # torch drops CopySlices' fn on release, saved tensors or not
             raise OracleError(ErrorKind.BACKWARD_TWICE)
         buf = _buffer(g.dtype, vidx, bidx)
         buf[bidx] = g
-        res = inner.apply(buf[vidx].copy())
+        res = inner.apply(through(buf[vidx]))
         if res[0] is None:
             return [None] + res[1:]
         if overlaps:  # copying the gradient back through an expanded view
             raise OracleError(ErrorKind.OVERLAPPING_WRITE)
         buf = buf.astype(np.result_type(buf, res[0]))
-        buf[vidx] = round_to(np.broadcast_to(res[0], vshape), vdtype)
+        buf[vidx] = through(round_to(np.broadcast_to(res[0], vshape), vdtype))
         return [buf[bidx]] + res[1:]
 
     edges = [base.edge()] + inner.edges[1:]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import index_ops, view_ops, views
+from . import complex_views, index_ops, view_ops, views
 from .dtypes import REAL_OF, kind, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import (
@@ -354,6 +354,20 @@ for _n, _p, _tpl, _d, _multi in [
         param_kinds=("custom",) * len(_p),
         multi_output=_multi,
     )
+
+# lazily resolved views (oracle.complex_views): conj() and torch._neg_view() set a
+# bit instead of computing, resolve_conj() / resolve_neg() materialise it; H, mH and
+# adjoint() of a complex tensor are conj views (these rows replace the real-only ones)
+for _n, _tpl, _g, _d in [
+    ("conj", "{t0}.conj()", complex_views.identity, ALL),
+    ("neg_view", "torch._neg_view({t0})", complex_views.identity, FCI),
+    ("H", "{t0}.H", view_ops.T, ALL),
+    ("mH", "{t0}.mH", view_ops.mT, ALL),
+    ("adjoint", "{t0}.adjoint()", view_ops.mT, ALL),
+]:
+    _row(_n, 1, (), _tpl, "bit_view", view=True, dtypes=_d, geom=_g)
+for _n, _d in (("resolve_conj", ALL), ("resolve_neg", FCI)):
+    _row(_n, 1, (), f"{{t0}}.{_n}()", "resolve", dtypes=_d, bwd=lambda g, sv, p, n, s: [g])
 
 for _n, (_f, _s, _g, _d) in UNARY.items():
     _row(

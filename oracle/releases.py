@@ -31,6 +31,11 @@ class Release:
     # clamp's gradient at a bound (x == min or x == max): 1 before 2.14, 0
     # (the minimum-norm subgradient) from 2.14.
     clamp_grad_at_bounds: bool = False
+    # `dst.copy_(src)` where src is dst's memory with the same geometry and dtype
+    # but another conjugate / negative bit (`x.conj().copy_(x)`) writes the
+    # conjugate (negation) from 2.4; before, it took them for the same data and
+    # wrote nothing (the version still went up).
+    copy_resolves_bits_of_same_memory: bool = True
 
 
 NEWEST = Release()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .bits import apply_bits
 from .dtypes import compute_dtype, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import Shape
@@ -72,6 +73,7 @@ class OTensor:
         self.base: OTensor | None = None  # the root base, for a (differentiable) view
         self.no_grad_view = False  # a view made in no_grad mode (or of such a view)
         self.multi_output = False  # an output of unbind, split... (or a view of one)
+        self.conj = self.neg = False  # torch's conjugate / negative bit (oracle.bits)
         self.attr_version = 0
         # made under inference_mode (or an alias of such a tensor), and whether it
         # has no version counter at all (the tensor itself and its views)
@@ -83,11 +85,15 @@ class OTensor:
         return strided(self.storage, self.offset, self.shape, self.strides)
 
     def values(self) -> np.ndarray:
-        return self.array().copy()
+        return apply_bits(self.array(), self.conj, self.neg)
+
+    def store(self, values: np.ndarray) -> None:
+        """Write values into memory as they are to read back (through the bits)."""
+        self.array()[...] = apply_bits(round_to(values, self.dtype), self.conj, self.neg)
 
     def overwrite(self, values: np.ndarray) -> None:
         """Write values (torch's, to stop rounding drift) without bumping the version."""
-        self.array()[...] = round_to(values, self.dtype)
+        self.store(values)
 
     def add_grad(self, g: np.ndarray, dtype: str) -> None:
         """.grad = g, or .grad += g (keeping .grad's dtype)."""

@@ -1584,6 +1584,52 @@ def _():
     _replace("unfold", make)
 
 
+@plant(
+    "conj_copies",
+    "view.conj_lazy",
+    "x.conj() returns the conjugate on new memory (no conjugate bit, no aliasing)",
+)
+def _():
+    def make(orig):
+        def conj(self):
+            return orig(self).clone()
+
+        return conj
+
+    _replace("conj", make)
+
+
+@plant(
+    "resolve_conj_aliases",
+    "view.conj_resolve",
+    "x.resolve_conj() hands back x itself, bit and memory, even when x has the conjugate bit",
+)
+def _():
+    def make(orig):
+        def resolve_conj(self):
+            return self
+
+        return resolve_conj
+
+    _replace("resolve_conj", make)
+
+
+@plant(
+    "mH_copies@complex",
+    "view.conj_lazy",
+    "x.mH of a complex tensor is the conjugate transpose on new memory (real ones: a view)",
+)
+def _():
+    torch = _torch()
+    original = torch.Tensor.mH
+
+    def mH(self):  # noqa: N802 - torch's name
+        t = original.__get__(self)
+        return t.clone() if self.is_complex() else t
+
+    torch.Tensor.mH = property(mH)
+
+
 # --- the wider autograd surface (issue 10): writes at indexed positions -----------
 
 

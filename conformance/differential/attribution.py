@@ -31,6 +31,11 @@ RELATION = {
     "data": "data",
     "zeros_like": "op",
     "reshape": "view",
+    # lazily resolved views (conj(), _neg_view()) and what materialises them
+    "conj": "conj",
+    "neg_view": "conj",
+    "resolve_conj": "resolve",
+    "resolve_neg": "resolve",
 }
 
 # ops no gradient flows back through, from their result to their operand
@@ -46,6 +51,8 @@ BY_RELATION = {
         "view": "view.shares_storage_and_version",
         "copy": "copy.keeps_storage",
         "op": "ops.out_of_place_new_tensor",
+        "conj": "view.conj_lazy",
+        "resolve": "view.conj_resolve",
     },
     "version": {
         "clone": "clone.own_version",
@@ -55,6 +62,8 @@ BY_RELATION = {
         "view": "view.shares_storage_and_version",
         "copy": "copy.keeps_storage",
         "op": "version.unchanged_out_of_place",
+        "conj": "view.conj_lazy",
+        "resolve": "view.conj_resolve",
     },
     "write": {
         "clone": "clone.write_isolated",
@@ -64,11 +73,13 @@ BY_RELATION = {
         "view": "view.write_visible",
         "copy": "copy.keeps_storage",
         "op": "ops.out_of_place_new_tensor",
+        "conj": "view.conj_lazy",
+        "resolve": "view.conj_resolve",
     },
 }
 # When no single link misbehaves on its own, the relation that most
 # constrains the pair decides.
-PRIORITY = ("clone", "copy", "data", "set_data", "detach", "view", "op")
+PRIORITY = ("resolve", "clone", "copy", "data", "set_data", "detach", "conj", "view", "op")
 
 RAISED = {
     "INPLACE_ON_LEAF_VIEW": "leaf.view_inplace_raises",
@@ -167,10 +178,17 @@ class Facts:
             return "copy" if self._copied_between(i, j) else "op"
         for child, parent in links:
             if self._link_misbehaves(child, parent, prop):
-                return relation_of(self.origins[child].op)
-        kinds = {relation_of(self.origins[c].op) for c, _ in links}
+                return self._relation_of(child)
+        kinds = {self._relation_of(c) for c, _ in links}
         kinds |= {"set_data"} if any(s.op == "set_data" for s in self._steps_on(i, j)) else set()
         return next((k for k in PRIORITY if k in kinds), "op")
+
+    def _relation_of(self, i: int) -> str:
+        """relation_of its op; H, mH, adjoint() of a complex tensor are conj views."""
+        op, pool = self.origins[i].op, self.run.oracle_pool
+        if op in ("H", "mH", "adjoint") and i < len(pool) and pool[i].conj:
+            return "conj"
+        return relation_of(op)
 
     def _steps_on(self, i: int, j: int):
         return [s for s in self.steps[: self.d.step + 1] if set(s.tensors) & {i, j}]
@@ -370,6 +388,10 @@ def _values(f: Facts, i: int) -> str:
             "clone": "clone.same_values",
             "detach": "detach.write_visible",
             "data": "data.shares_storage",
+            "conj": "view.conj_lazy",
+            "neg_view": "view.conj_lazy",
+            "resolve_conj": "view.conj_resolve",
+            "resolve_neg": "view.conj_resolve",
         }.get(op, "view.write_visible" if relation_of(op) == "view" else "ops.values")
     target = f.written()
     if target is None:
@@ -391,7 +413,7 @@ def _version(f: Facts, i: int) -> str:
         return "version.unchanged_out_of_place"
     if target == i:
         origin = f.origins[i]
-        if origin.parents and relation_of(origin.op) in ("view", "detach"):
+        if origin.parents and relation_of(origin.op) in ("view", "detach", "conj"):
             parent = origin.parents[0]
             if f._link_misbehaves(i, parent, "version"):  # the alias's counter is its own
                 return BY_RELATION["version"][relation_of(origin.op)]

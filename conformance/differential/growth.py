@@ -36,6 +36,7 @@ ALIASES = ("clone", "detach", "data", "detach_", "set_data", "zeros_like")
 WRITES_FROM = ("copy_", "setitem", "setitem_s")  # in-place writes of another tensor's values
 AUTOGRAD = ("requires_grad_", "retain_grad", "zero_grad", "set_grad")
 BACKWARD = ("backward", "backward_g")
+LAZY = ("conj", "neg_view", "resolve_conj", "resolve_neg")
 
 
 def _family(name: str) -> str:
@@ -50,6 +51,8 @@ def _family(name: str) -> str:
         return "index"
     if name == "autograd_grad":  # three operands: only its motif makes it
         return "gradapi"
+    if name in LAZY:  # conj(), _neg_view(), resolve_*(): only their motif makes them
+        return "lazy"
     if spec.view:
         return "view"
     if spec.inplace:

@@ -19,6 +19,7 @@ from conformance.differential.growth import (
     _leaf,
     _pick,
 )
+from conformance.differential.lazy_motifs import LAZY_MOTIFS
 from conformance.differential.view_params import CHOSEN
 from oracle import OPS
 from strategies.programs import Step, expand_shape
@@ -316,3 +317,4 @@ MOTIFS = (
 # that a motif added here shares that family's turns and never thins out the
 # motifs above, which the older rules' planted violations rely on.
 SURFACE_MOTIFS: tuple = ()
+SURFACE_MOTIFS += LAZY_MOTIFS  # conj(), _neg_view(), resolve_conj() (lazy_motifs.py)
