@@ -356,10 +356,11 @@ class Engine(ComplexViews):
         # torch's autograd wrapper saves the operands before the kernel checks them
         saves = self._saves(spec, ts, p, edges, (True, False)) if need else {}
         # an operand with a conjugate or negative bit is resolved into new memory first
-        # (torch's fallback): only self's own overlap is checked, when it is written back
-        bits = [x for x in ts if x.conj or x.neg]
-        if spec.overlap_check or bits:
-            self._check_write(t, None if bits else other)
+        # (torch's fallback); self with a bit is computed on such a copy and written
+        # back by copy_, which checks self's own overlap after the op's own checks
+        written_back, resolved = t.conj or t.neg, any(x.conj or x.neg for x in ts[1:])
+        if spec.overlap_check and not written_back:
+            self._check_write(t, None if resolved else other)
         if other is not None and geo.broadcast_shapes(t.shape, other.shape) != t.shape:
             bad = geo.broadcast_shapes(t.shape, other.shape) is None
             raise OracleError(
@@ -368,6 +369,8 @@ class Engine(ComplexViews):
             )
         with np.errstate(all="ignore"):
             values = spec.fwd([op_values(x.values(), x.dtype) for x in ts], p, t.dtype)
+        if written_back:
+            self._check_write(t, None)
         self._check_unstable(spec, ts)
         self._write(t, values)
         if need:
@@ -385,12 +388,15 @@ class Engine(ComplexViews):
         edges = [x.edge() for x in ts] if need else None
         # torch's autograd wrapper saves the operands before the kernel checks them
         saved = self._saves(spec, ts, p, edges, (False, False)) if need else {}
-        if spec.overlap_check or t.conj or t.neg:  # (a bit: resolved, written back by copy_)
+        written_back = t.conj or t.neg  # computed on a resolved copy, written back by copy_
+        if spec.overlap_check and not written_back:
             self._check_write(t, None)
-        elif geo.has_internal_overlap(t.shape, t.strides):  # which write lands last: unknown
-            self.undefined = f"{spec.name} into elements that share memory"
+        elif geo.has_internal_overlap(t.shape, t.strides) and not written_back:
+            self.undefined = f"{spec.name} into elements that share memory"  # which lands last
         with np.errstate(all="ignore"):
             values = spec.fwd([op_values(x.values(), x.dtype) for x in ts], p, t.dtype)
+        if written_back:
+            self._check_write(t, None)
         self._write(t, values)
         if need:  # each saves its index (or mask) tensor: a second backward raises
             saved["index"] = Saved(new_tensor(np.zeros(1), "int64", (1,)), copy=True)
