@@ -40,6 +40,8 @@ def expect(invariant: str, condition: object, message: str) -> None:
 # Error classes and the stable substrings torch's messages contain. The most
 # specific class comes first: a view-of-leaf message contains the leaf one.
 ERROR_CLASSES: dict[str, tuple[str, ...]] = {
+    # (before DTYPE_CANNOT_REQUIRE_GRAD, whose "complex dtype" it contains)
+    "NOT_COMPLEX": ("is not implemented for tensors with non-complex dtypes",),
     "INPLACE_ON_LEAF_VIEW": ("a view of a leaf Variable that requires grad",),
     "INPLACE_ON_LEAF": ("a leaf Variable that requires grad",),
     "NO_GRAD_VIEW_INPLACE": ("created in no_grad mode",),
@@ -59,6 +61,13 @@ ERROR_CLASSES: dict[str, tuple[str, ...]] = {
     "MULTI_OUTPUT_VIEW_INPLACE": ("returns multiple views",),
     "INPUT_NO_GRAD": ("One of the differentiated Tensors does not require grad",),
     "GRAD_ASSIGN_MISMATCH": ("attempting to assign a gradient", "assigned grad has data of a"),
+    "UNRESOLVED_CONJ": ("doesn't work on unresolved conjugated tensors",),
+    "COMPLEX_LAYOUT": (
+        "Tensor must have a last dimension",
+        "Tensor must have a stride divisible by 2",
+        "Tensor must have a storage_offset divisible by 2",
+        "Input tensor must have one or more dimensions",
+    ),
 }
 
 

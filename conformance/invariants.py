@@ -660,6 +660,23 @@ CATALOGUE: tuple[Invariant, ...] = (
         "to False.",
         "torch/_torch_docs.py (torch.resolve_conj, torch.resolve_neg)",
     ),
+    Invariant(
+        "view.complex_reinterprets",
+        "view_as_real(x), x.real and x.imag of a complex x, and view_as_complex(x) of a float "
+        "x, are views that share x's memory and version counter and read it as the other "
+        "dtype: view_as_real adds a last dim of 2 and doubles the strides; view_as_complex "
+        "needs a last dim of 2 with stride 1, even strides and offset, and drops it; x.real "
+        "of a real x is x and x.imag of one raises; view_as_real of a conj view raises. "
+        "Writes and gradients pass between the parts and the complex numbers.",
+        "Returns a view of input as a real tensor. For an input complex tensor of size m1, "
+        "m2, ..., mi, this function returns a new real tensor of size m1, m2, ..., mi, 2, "
+        "where the last dimension of size 2 represents the real and imaginary components of "
+        "complex numbers. [...] (view_as_complex) the tensor must have a stride of 1 for its "
+        "last dimension. The strides of all other dimensions must be even numbers. [...] "
+        "(real, imag) The returned tensor and self share the same underlying storage.",
+        "torch/_torch_docs.py (torch.view_as_real, torch.view_as_complex, torch.real, "
+        "torch.imag); docs/source/tensor_view.rst",
+    ),
     # --- the wider autograd surface (issue 10): writes at indexed positions ------------
     Invariant(
         "index.writes_in_place",

@@ -11,8 +11,8 @@ import numpy as np
 
 from . import geometry as geo
 from . import graph, views
-from .complex_views import ComplexViews
-from .dtypes import DTYPES, differentiable, kind, op_values, round_to
+from .complex_views import ComplexViews, ReinterpretingViews, byte_overlap_status
+from .dtypes import DTYPES, compute_dtype, differentiable, kind, op_values, round_to
 from .errors import ErrorKind, OracleError
 from .graph import Node, Saved, copy_slices, run_backward
 from .ops import OPS, OpSpec, clamp_bwd_strict, matmul_layout, out_dtype
@@ -24,7 +24,7 @@ def _geom(t: OTensor) -> tuple:
     return (t.storage, t.offset, t.shape, t.strides)
 
 
-class Engine(ComplexViews):
+class Engine(ComplexViews, ReinterpretingViews):
     """A model of torch's eager autograd state: grad mode plus the tensors it made."""
 
     def __init__(self, release: Release = NEWEST) -> None:
@@ -320,6 +320,13 @@ class Engine(ComplexViews):
             if np.unique(mine).size < mine.size:
                 self.undefined = "a write into a view whose elements overlap, unchecked by torch"
         if src is None or src is t:
+            return
+        if src.storage is t.storage and compute_dtype(src.dtype) is not compute_dtype(t.dtype):
+            status = byte_overlap_status(t, src)  # (view_as_real, real, imag of the same memory)
+            if status == "partial":
+                raise OracleError(ErrorKind.PARTIAL_OVERLAP)
+            if status != "no":
+                self.undefined = "a write from the same memory read as another dtype"
             return
         status = geo.overlap_status(_geom(t), _geom(src))
         if status == "partial":

@@ -39,6 +39,10 @@ class ErrorKind(enum.Enum):
     MULTI_OUTPUT_VIEW_INPLACE = "This view is the output of a function that returns multiple views"
     INPUT_NO_GRAD = "One of the differentiated Tensors does not require grad"
     GRAD_ASSIGN_MISMATCH = "attempting to assign a gradient"
+    # dtype-reinterpreting views (oracle/complex_views.py)
+    UNRESOLVED_CONJ = "doesn't work on unresolved conjugated tensors"
+    NOT_COMPLEX = "is not implemented for tensors with non-complex dtypes"
+    COMPLEX_LAYOUT = "Tensor must have a last dimension"
 
 
 # More stable substrings per kind; classify() tries these kinds first, in this order.
@@ -73,6 +77,11 @@ _ALSO = {
         "duplicate dims",
         "does not match the length of the desired ordering",
         "expects a tensor with <= 2 dimensions",
+    ),
+    ErrorKind.COMPLEX_LAYOUT: (  # view_as_complex
+        "Tensor must have a stride divisible by 2",
+        "Tensor must have a storage_offset divisible by 2",
+        "Input tensor must have one or more dimensions",
     ),
 }
 

@@ -368,6 +368,15 @@ for _n, _tpl, _g, _d in [
     _row(_n, 1, (), _tpl, "bit_view", view=True, dtypes=_d, geom=_g)
 for _n, _d in (("resolve_conj", ALL), ("resolve_neg", FCI)):
     _row(_n, 1, (), f"{{t0}}.{_n}()", "resolve", dtypes=_d, bwd=lambda g, sv, p, n, s: [g])
+# views that read memory as another dtype: a complex tensor as (real, imag) pairs, or
+# its real or imaginary parts, and a float tensor's pairs as complex numbers
+for _n, _tpl, _d in [
+    ("view_as_real", "torch.view_as_real({t0})", ("complex",)),
+    ("view_as_complex", "torch.view_as_complex({t0})", ("float",)),
+    ("real", "{t0}.real", ALL),
+    ("imag", "{t0}.imag", ALL),
+]:
+    _row(_n, 1, (), _tpl, "reinterpret", view=True, dtypes=_d, geom=getattr(complex_views, _n))
 
 for _n, (_f, _s, _g, _d) in UNARY.items():
     _row(

@@ -34,8 +34,19 @@ class Storage:
         self.buf = buf
 
 
-def strided(storage: Storage, offset: int, shape: Shape, strides: Shape) -> np.ndarray:
-    buf = storage.buf
+def reinterpret(buf: np.ndarray, dtype: np.dtype | type | None) -> np.ndarray:
+    """buf's memory read as another compute dtype (view_as_real, real, imag of a
+    complex tensor, view_as_complex of a float one): complex128 is two float64."""
+    if dtype is None or buf.dtype == dtype:
+        return buf
+    ratio = np.dtype(dtype).itemsize // buf.itemsize
+    return (buf[: len(buf) // ratio * ratio] if ratio > 1 else buf).view(dtype)
+
+
+def strided(
+    storage: Storage, offset: int, shape: Shape, strides: Shape, dtype: type | None = None
+) -> np.ndarray:
+    buf = reinterpret(storage.buf, dtype)
     item = buf.itemsize
     byte_strides = tuple(s * item for s in strides)
     try:
@@ -82,7 +93,9 @@ class OTensor:
 
     def array(self) -> np.ndarray:
         """A writable numpy window onto the storage (it aliases like the tensor)."""
-        return strided(self.storage, self.offset, self.shape, self.strides)
+        return strided(
+            self.storage, self.offset, self.shape, self.strides, compute_dtype(self.dtype)
+        )
 
     def values(self) -> np.ndarray:
         return apply_bits(self.array(), self.conj, self.neg)

@@ -1630,6 +1630,48 @@ def _():
     torch.Tensor.mH = property(mH)
 
 
+@plant(
+    "reinterpret_own_version@view_as_real",
+    "view.complex_reinterprets",
+    "torch.view_as_real(x) reads x's memory but counts versions on its own (x.real, x.imag "
+    "and view_as_complex keep x's counter)",
+)
+def _():
+    torch = _torch()
+    original = torch.view_as_real
+
+    class OwnVersion(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return original(x.data)  # .data: the same memory, a counter of its own
+
+        @staticmethod
+        def backward(ctx, g):
+            return torch.view_as_complex(g.contiguous())
+
+    def view_as_real(x):
+        if x.is_conj():
+            return original(x)  # (it raises)
+        return OwnVersion.apply(x)
+
+    torch.view_as_real = view_as_real
+
+
+@plant(
+    "imag_of_real_zeros",
+    "view.complex_reinterprets",
+    "x.imag of a real tensor is a tensor of zeros instead of an error",
+)
+def _():
+    torch = _torch()
+    original = torch.Tensor.imag
+
+    def imag(self):
+        return original.__get__(self) if self.is_complex() else torch.zeros_like(self)
+
+    torch.Tensor.imag = property(imag, original.__set__)
+
+
 # --- the wider autograd surface (issue 10): writes at indexed positions -----------
 
 

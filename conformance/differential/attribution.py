@@ -36,6 +36,11 @@ RELATION = {
     "neg_view": "conj",
     "resolve_conj": "resolve",
     "resolve_neg": "resolve",
+    # views that read memory as another dtype
+    "view_as_real": "reinterpret",
+    "view_as_complex": "reinterpret",
+    "real": "reinterpret",
+    "imag": "reinterpret",
 }
 
 # ops no gradient flows back through, from their result to their operand
@@ -53,6 +58,7 @@ BY_RELATION = {
         "op": "ops.out_of_place_new_tensor",
         "conj": "view.conj_lazy",
         "resolve": "view.conj_resolve",
+        "reinterpret": "view.complex_reinterprets",
     },
     "version": {
         "clone": "clone.own_version",
@@ -64,6 +70,7 @@ BY_RELATION = {
         "op": "version.unchanged_out_of_place",
         "conj": "view.conj_lazy",
         "resolve": "view.conj_resolve",
+        "reinterpret": "view.complex_reinterprets",
     },
     "write": {
         "clone": "clone.write_isolated",
@@ -75,11 +82,13 @@ BY_RELATION = {
         "op": "ops.out_of_place_new_tensor",
         "conj": "view.conj_lazy",
         "resolve": "view.conj_resolve",
+        "reinterpret": "view.complex_reinterprets",
     },
 }
 # When no single link misbehaves on its own, the relation that most
 # constrains the pair decides.
-PRIORITY = ("resolve", "clone", "copy", "data", "set_data", "detach", "conj", "view", "op")
+PRIORITY = ("resolve", "clone", "copy", "data", "set_data", "detach", "conj", "reinterpret")
+PRIORITY += ("view", "op")
 
 RAISED = {
     "INPLACE_ON_LEAF_VIEW": "leaf.view_inplace_raises",
@@ -106,6 +115,9 @@ RAISED = {
     "MULTI_OUTPUT_VIEW_INPLACE": "view.multi_output_inplace_raises",
     "INPUT_NO_GRAD": "grad.autograd_grad_returns",
     "GRAD_ASSIGN_MISMATCH": "grad.assign_checks",
+    "UNRESOLVED_CONJ": "view.complex_reinterprets",
+    "NOT_COMPLEX": "view.complex_reinterprets",
+    "COMPLEX_LAYOUT": "view.complex_reinterprets",
 }
 
 
@@ -275,11 +287,10 @@ def attribute(run: Run, d: Discrepancy) -> str:
     if kind in ("requires_grad", "is_leaf", "has_grad_fn"):
         return _autograd_flags(f, d.tensors[0])
     if kind == "base":
-        return (
-            "detach.never_requires_grad"
-            if f.origins[d.tensors[0]].op == "detach"
-            else ("view.base_is_root")
-        )
+        op = f.origins[d.tensors[0]].op
+        if op in OWN_RULE:  # conj(), view_as_real()...: an alias of the wrong kind
+            return OWN_RULE[op]
+        return "detach.never_requires_grad" if op == "detach" else ("view.base_is_root")
     if kind == "strides":
         return (
             "clone.preserves_strides"
@@ -292,6 +303,18 @@ def attribute(run: Run, d: Discrepancy) -> str:
         return _grad(f, d.tensors[0])
     return "ops.values"
 
+
+# ops whose results only their own rule speaks of
+OWN_RULE = {
+    "conj": "view.conj_lazy",
+    "neg_view": "view.conj_lazy",
+    "resolve_conj": "view.conj_resolve",
+    "resolve_neg": "view.conj_resolve",
+    "view_as_real": "view.complex_reinterprets",
+    "view_as_complex": "view.complex_reinterprets",
+    "real": "view.complex_reinterprets",
+    "imag": "view.complex_reinterprets",
+}
 
 MULTI_OUTPUT_OPS = tuple(name for name, spec in OPS.items() if spec.multi_output)
 
@@ -383,16 +406,15 @@ def _fails_in_grad_mode(f: Facts) -> bool:
 def _values(f: Facts, i: int) -> str:
     op = f.origins[i].op
     if f.new_result(i):
-        return {
-            "autograd_grad": "grad.autograd_grad_returns",
-            "clone": "clone.same_values",
-            "detach": "detach.write_visible",
-            "data": "data.shares_storage",
-            "conj": "view.conj_lazy",
-            "neg_view": "view.conj_lazy",
-            "resolve_conj": "view.conj_resolve",
-            "resolve_neg": "view.conj_resolve",
-        }.get(op, "view.write_visible" if relation_of(op) == "view" else "ops.values")
+        return (
+            {
+                "autograd_grad": "grad.autograd_grad_returns",
+                "clone": "clone.same_values",
+                "detach": "detach.write_visible",
+                "data": "data.shares_storage",
+            }
+            | OWN_RULE
+        ).get(op, "view.write_visible" if relation_of(op) == "view" else "ops.values")
     target = f.written()
     if target is None:
         return "ops.out_of_place_new_tensor"
@@ -413,7 +435,7 @@ def _version(f: Facts, i: int) -> str:
         return "version.unchanged_out_of_place"
     if target == i:
         origin = f.origins[i]
-        if origin.parents and relation_of(origin.op) in ("view", "detach", "conj"):
+        if origin.parents and relation_of(origin.op) in ("view", "detach", "conj", "reinterpret"):
             parent = origin.parents[0]
             if f._link_misbehaves(i, parent, "version"):  # the alias's counter is its own
                 return BY_RELATION["version"][relation_of(origin.op)]
@@ -440,7 +462,7 @@ def _autograd_flags(f: Facts, i: int) -> str:
             "clone": "clone.result_in_graph",
             "detach": "detach.never_requires_grad",
             "data": "data.never_requires_grad",
-        }
+        } | OWN_RULE
         if op in special:
             return special[op]
         if f.step.no_grad:

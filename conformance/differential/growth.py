@@ -37,6 +37,7 @@ WRITES_FROM = ("copy_", "setitem", "setitem_s")  # in-place writes of another te
 AUTOGRAD = ("requires_grad_", "retain_grad", "zero_grad", "set_grad")
 BACKWARD = ("backward", "backward_g")
 LAZY = ("conj", "neg_view", "resolve_conj", "resolve_neg")
+LAZY += ("view_as_real", "view_as_complex", "real", "imag")
 
 
 def _family(name: str) -> str:
@@ -51,7 +52,7 @@ def _family(name: str) -> str:
         return "index"
     if name == "autograd_grad":  # three operands: only its motif makes it
         return "gradapi"
-    if name in LAZY:  # conj(), _neg_view(), resolve_*(): only their motif makes them
+    if name in LAZY:  # conj(), _neg_view(), view_as_real()...: only their motifs make them
         return "lazy"
     if spec.view:
         return "view"

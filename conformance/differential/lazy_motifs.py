@@ -1,8 +1,9 @@
-"""Motifs for the lazily resolved views (conj(), _neg_view(), H/mH/adjoint of a
-complex tensor, resolve_conj(), resolve_neg()): a bit view of an intermediate,
-maybe a view of it, a write through it or its base (or the base copied into
-it: `x.conj().copy_(x)`), maybe the bit resolved and the copy written, then
-backward."""
+"""Motifs for the lazily resolved views (conj(), _neg_view(), H/mH/adjoint of
+a complex tensor, resolve_conj(), resolve_neg()) and the views that read
+memory as another dtype (view_as_real, view_as_complex, real, imag): such a
+view of an intermediate, maybe a view of it, a write through it or its base
+(or the base copied into it: `x.conj().copy_(x)`), maybe the bit resolved and
+the copy written, then backward."""
 
 from __future__ import annotations
 
@@ -58,4 +59,66 @@ def _motif_bit_view(draw, g: Growth) -> None:
     _backward(draw, g, draw(_one_of((out, out, base))))
 
 
-LAZY_MOTIFS = (_motif_bit_view,)
+REINTERPRETS = ("view_as_real", "view_as_real", "real", "imag")
+
+
+def _fits_complex(t) -> bool:
+    """view_as_complex takes it: float32/64 with a last dim of 2, stride 1, even strides
+    and offset (invalid layouts are the oracle tests' and the property test's)."""
+    return (
+        t.dtype in ("float32", "float64")
+        and bool(t.shape)
+        and t.shape[-1] == 2
+        and t.strides[-1] == 1
+        and not any(s % 2 for s, n in zip(t.strides[:-1], t.shape, strict=False) if n != 1)
+        and t.offset % 2 == 0
+    )
+
+
+def _pairs(draw, g: Growth) -> int | None:
+    """A float32/64 tensor with a last dim of 2 (from the pool, or new)."""
+    fits = [i for i, t in enumerate(g.pool) if i not in g.retired and _fits_complex(t)]
+    if fits and draw(_BOOLS):
+        return fits[-1 - draw(_ints(0, len(fits) - 1))]
+    floats = tuple(d for d in g.dtypes if d in ("float32", "float64"))
+    if not floats:
+        return None
+    shape = tuple(draw(_ints(1, 3)) for _ in range(draw(_ints(0, 2)))) + (2,)
+    g.apply(_leaf(draw, g, shape=shape, dtype=draw(_one_of(floats))))
+    return len(g.pool) - 1
+
+
+def _motif_reinterpret(draw, g: Growth) -> None:
+    """view_as_real, real, imag of a complex intermediate (now and then of a conj
+    view: view_as_real must refuse, imag reads the negated part), or
+    view_as_complex of float pairs (now and then real or imag of a real tensor);
+    maybe a view of it; a write through it or its base; backward."""
+    if draw(_ints(0, 2)):
+        x = _complex_graded(draw, g)
+        base = _apply_op(draw, g, draw(_one_of(("mul_s", "clone"))), x, no_grad=False) or x
+        if DTYPES[g.pool[base].dtype].kind == "complex" and not draw(_ints(0, 3)):
+            base = _apply_op(draw, g, "conj", base, no_grad=False) or base
+        op = draw(_one_of(REINTERPRETS))
+    else:
+        x = _pairs(draw, g)
+        if x is None:
+            return
+        base = _apply_op(draw, g, draw(_one_of(("mul_s", "clone"))), x, no_grad=False) or x
+        op = draw(_one_of(("view_as_complex",) * 4 + ("real", "imag")))
+        if op == "view_as_complex" and not _fits_complex(g.pool[base]):
+            return
+    if op == "view_as_real" and not all(g.pool[base].shape):
+        return  # backward through view_as_real of an empty tensor raises (docs/findings.md)
+    view = _apply_op(draw, g, op, base, no_grad=draw(_ints(0, 5)) == 5)
+    if view is None or view == base:
+        return
+    if draw(_ints(0, 2)) == 0:
+        view = _apply_op(draw, g, draw(_one_of(("getitem", "transpose", "select"))), view) or view
+    target = view if draw(_ints(0, 2)) else base
+    writes = _fitting(FAMILIES["inplace"], g.pool[target])
+    if writes and draw(_ints(0, 3)):
+        _apply_op(draw, g, draw(_one_of(writes)), target, no_grad=draw(_ints(0, 3)) == 0)
+    _backward(draw, g, draw(_one_of((view, view, base))))
+
+
+LAZY_MOTIFS = (_motif_bit_view, _motif_reinterpret)

@@ -317,4 +317,4 @@ MOTIFS = (
 # that a motif added here shares that family's turns and never thins out the
 # motifs above, which the older rules' planted violations rely on.
 SURFACE_MOTIFS: tuple = ()
-SURFACE_MOTIFS += LAZY_MOTIFS  # conj(), _neg_view(), resolve_conj() (lazy_motifs.py)
+SURFACE_MOTIFS += LAZY_MOTIFS  # conj(), _neg_view(), view_as_real()... (lazy_motifs.py)
