@@ -62,6 +62,7 @@ ERROR_CLASSES: dict[str, tuple[str, ...]] = {
     "INPUT_NO_GRAD": ("One of the differentiated Tensors does not require grad",),
     "GRAD_ASSIGN_MISMATCH": ("attempting to assign a gradient", "assigned grad has data of a"),
     "UNRESOLVED_CONJ": ("doesn't work on unresolved conjugated tensors",),
+    "DTYPE_VIEW_LAYOUT": ("(different element sizes)",),
     "COMPLEX_LAYOUT": (
         "Tensor must have a last dimension",
         "Tensor must have a stride divisible by 2",

@@ -677,6 +677,20 @@ CATALOGUE: tuple[Invariant, ...] = (
         "torch/_torch_docs.py (torch.view_as_real, torch.view_as_complex, torch.real, "
         "torch.imag); docs/source/tensor_view.rst",
     ),
+    Invariant(
+        "view.dtype_reinterprets",
+        "x.view(dtype) reads x's bytes as dtype: it shares x's memory and version counter, "
+        "has no _base and never requires grad; for a dtype of another element size the last "
+        "dim scales by the ratio, which needs x.dim() > 0 and x.stride(-1) == 1 (and, for a "
+        "larger element, a last size, offset and other strides divisible by the ratio), else "
+        "it raises.",
+        "Returns a new tensor with the same data as the self tensor but of a different dtype. "
+        "If the element size of dtype is different than that of self.dtype, then the size of "
+        "the last dimension of the output will be scaled proportionally. [...] If any of the "
+        "above conditions are not met, an error is thrown.",
+        "torch/_tensor_docs.py (Tensor.view, the view(dtype) overload); "
+        "docs/source/tensor_view.rst",
+    ),
     # --- the wider autograd surface (issue 10): writes at indexed positions ------------
     Invariant(
         "index.writes_in_place",

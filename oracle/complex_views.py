@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import geometry as geo
-from .dtypes import compute_dtype, kind
+from .dtype_views import ITEMSIZE
+from .dtypes import kind
 from .errors import ErrorKind, OracleError
 from .tensor import OTensor
 
@@ -110,12 +111,12 @@ def view_as_complex(shape: tuple, strides: tuple, offset: int) -> tuple:
 
 def byte_overlap_status(a: OTensor, b: OTensor) -> str:
     """torch's get_overlap_status for two tensors of one storage read as different
-    dtypes: it compares the byte ranges they span (complex128 is two float64)."""
+    dtypes: it compares the byte ranges they span."""
     if not geo.numel(a.shape) or not geo.numel(b.shape):
         return "no"
     if not geo.is_dense(a.shape, a.strides) or not geo.is_dense(b.shape, b.strides):
         return "too_hard"
-    ia, ib = (np.dtype(compute_dtype(t.dtype)).itemsize for t in (a, b))
+    ia, ib = ITEMSIZE[a.dtype], ITEMSIZE[b.dtype]
     sa, sb = a.offset * ia, b.offset * ib
     ea, eb = sa + geo.numel(a.shape) * ia, sb + geo.numel(b.shape) * ib
     if sa == sb and ea == eb:

@@ -12,7 +12,8 @@ import numpy as np
 from . import geometry as geo
 from . import graph, views
 from .complex_views import ComplexViews, ReinterpretingViews, byte_overlap_status
-from .dtypes import DTYPES, compute_dtype, differentiable, kind, op_values, round_to
+from .dtype_views import DtypeViews
+from .dtypes import DTYPES, differentiable, kind, op_values, round_to
 from .errors import ErrorKind, OracleError
 from .graph import Node, Saved, copy_slices, run_backward
 from .ops import OPS, OpSpec, clamp_bwd_strict, matmul_layout, out_dtype
@@ -24,7 +25,7 @@ def _geom(t: OTensor) -> tuple:
     return (t.storage, t.offset, t.shape, t.strides)
 
 
-class Engine(ComplexViews, ReinterpretingViews):
+class Engine(ComplexViews, ReinterpretingViews, DtypeViews):
     """A model of torch's eager autograd state: grad mode plus the tensors it made."""
 
     def __init__(self, release: Release = NEWEST) -> None:
@@ -78,7 +79,10 @@ class Engine(ComplexViews, ReinterpretingViews):
             raise TypeError(f"{op} does not take {ts[0].dtype}")
         self.undefined = None
         try:
-            return getattr(self, "_op_" + spec.impl)(spec, ts, p)
+            out = getattr(self, "_op_" + spec.impl)(spec, ts, p)
+            if spec.inplace and ts[0].storage.byte_viewed:
+                self._written_under_dtype_view(spec, ts[0])  # (oracle.dtype_views)
+            return out
         except OracleError:
             self.undefined = None
             raise
@@ -321,8 +325,8 @@ class Engine(ComplexViews, ReinterpretingViews):
                 self.undefined = "a write into a view whose elements overlap, unchecked by torch"
         if src is None or src is t:
             return
-        if src.storage is t.storage and compute_dtype(src.dtype) is not compute_dtype(t.dtype):
-            status = byte_overlap_status(t, src)  # (view_as_real, real, imag of the same memory)
+        if src.storage is t.storage and src.dtype != t.dtype:
+            status = byte_overlap_status(t, src)  # (view_as_real, x.view(dtype)...)
             if status == "partial":
                 raise OracleError(ErrorKind.PARTIAL_OVERLAP)
             if status != "no":

@@ -43,6 +43,7 @@ class ErrorKind(enum.Enum):
     UNRESOLVED_CONJ = "doesn't work on unresolved conjugated tensors"
     NOT_COMPLEX = "is not implemented for tensors with non-complex dtypes"
     COMPLEX_LAYOUT = "Tensor must have a last dimension"
+    DTYPE_VIEW_LAYOUT = "(different element sizes)"  # x.view(dtype)
 
 
 # More stable substrings per kind; classify() tries these kinds first, in this order.

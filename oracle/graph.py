@@ -8,8 +8,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import geometry
+from . import dtype_views, geometry
 from .bits import apply_bits, between
+from .dtype_views import through_bytes
 from .dtypes import compute_dtype, op_values, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import Shape, broadcast_shapes, has_internal_overlap, is_dense
@@ -48,7 +49,11 @@ class Saved:
             )
         if self.tensor is not None:
             return op_values(self.tensor.values(), self.tensor.dtype)
-        window = strided(*self.geom, compute_dtype(self.dtype))
+        storage = self.geom[0]
+        if through_bytes(self.dtype, storage.dtype):  # x.view(dtype): through its bytes
+            window = dtype_views.read(storage.buf, storage.dtype, *self.geom[1:], self.dtype)
+        else:
+            window = strided(*self.geom, compute_dtype(self.dtype))
         return op_values(apply_bits(window, *self.bits), self.dtype)
 
 

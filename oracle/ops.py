@@ -377,6 +377,16 @@ for _n, _tpl, _d in [
     ("imag", "{t0}.imag", ALL),
 ]:
     _row(_n, 1, (), _tpl, "reinterpret", view=True, dtypes=_d, geom=getattr(complex_views, _n))
+# x.view(dtype): the same bytes as another dtype, an alias with x's version counter
+# that never requires grad (param: the dtype's name)
+_row(
+    "view_dtype",
+    1,
+    ("dtype",),
+    "{t0}.view(getattr(torch, {p0}))",
+    "view_dtype",
+    param_kinds=("custom",),
+)
 
 for _n, (_f, _s, _g, _d) in UNARY.items():
     _row(

@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import dtype_views
 from .bits import apply_bits
+from .dtype_views import through_bytes
 from .dtypes import compute_dtype, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import Shape
@@ -28,10 +30,12 @@ class VersionCounter:
 class Storage:
     """A flat buffer in the compute dtype; tensors are strided windows onto it."""
 
-    __slots__ = ("buf",)
+    __slots__ = ("buf", "dtype", "byte_viewed")
 
-    def __init__(self, buf: np.ndarray) -> None:
+    def __init__(self, buf: np.ndarray, dtype: str | None = None) -> None:
         self.buf = buf
+        self.dtype = dtype  # the dtype whose bytes it holds (x.view(dtype) reads them)
+        self.byte_viewed = False  # read as another dtype by some x.view(dtype)
 
 
 def reinterpret(buf: np.ndarray, dtype: np.dtype | type | None) -> np.ndarray:
@@ -98,11 +102,21 @@ class OTensor:
         )
 
     def values(self) -> np.ndarray:
+        if through_bytes(self.dtype, self.storage.dtype):  # x.view(dtype)
+            window = dtype_views.read(self.storage.buf, self.storage.dtype, *self._where())
+            return apply_bits(window, self.conj, self.neg)
         return apply_bits(self.array(), self.conj, self.neg)
 
     def store(self, values: np.ndarray) -> None:
         """Write values into memory as they are to read back (through the bits)."""
-        self.array()[...] = apply_bits(round_to(values, self.dtype), self.conj, self.neg)
+        new = apply_bits(round_to(values, self.dtype), self.conj, self.neg)
+        if through_bytes(self.dtype, self.storage.dtype):  # x.view(dtype)
+            dtype_views.write(self.storage.buf, self.storage.dtype, *self._where(), new)
+        else:
+            self.array()[...] = new
+
+    def _where(self) -> tuple:
+        return self.offset, self.shape, self.strides, self.dtype
 
     def overwrite(self, values: np.ndarray) -> None:
         """Write values (torch's, to stop rounding drift) without bumping the version."""
@@ -189,7 +203,7 @@ def new_tensor(values: np.ndarray, dtype: str, strides: Shape, device: str = "cp
     shape = tuple(values.shape)
     size = 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) if all(shape) else 0
     t = OTensor(
-        Storage(np.zeros(size, compute_dtype(dtype))),
+        Storage(np.zeros(size, compute_dtype(dtype)), dtype),
         0,
         shape,
         tuple(strides),

@@ -1672,6 +1672,40 @@ def _():
     torch.Tensor.imag = property(imag, original.__set__)
 
 
+def _dtype_view(make_result) -> None:
+    """Tensor.view, with x.view(dtype)'s result replaced by make_result(x, result, dtype)."""
+    torch = _torch()
+
+    def make(orig):
+        def view(self, *args, **kwargs):
+            out = orig(self, *args, **kwargs)
+            dtype = args[0] if len(args) == 1 else kwargs.get("dtype")
+            return make_result(self, out, dtype) if isinstance(dtype, torch.dtype) else out
+
+        return view
+
+    _replace("view", make)
+
+
+@plant(
+    "view_dtype_copies@itemsize",
+    "view.dtype_reinterprets",
+    "x.view(dtype) is a copy on new memory when dtype's element size differs from x's "
+    "(of the same size: an alias, as it should be)",
+)
+def _():
+    _dtype_view(lambda x, out, dtype: out.clone() if dtype.itemsize != x.itemsize else out)
+
+
+@plant(
+    "view_dtype_own_version",
+    "view.dtype_reinterprets",
+    "x.view(dtype) shares x's memory but has a version counter of its own (as .data does)",
+)
+def _():
+    _dtype_view(lambda x, out, dtype: out.data)
+
+
 # --- the wider autograd surface (issue 10): writes at indexed positions -----------
 
 

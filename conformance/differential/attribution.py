@@ -41,6 +41,7 @@ RELATION = {
     "view_as_complex": "reinterpret",
     "real": "reinterpret",
     "imag": "reinterpret",
+    "view_dtype": "dtype_view",
 }
 
 # ops no gradient flows back through, from their result to their operand
@@ -59,6 +60,7 @@ BY_RELATION = {
         "conj": "view.conj_lazy",
         "resolve": "view.conj_resolve",
         "reinterpret": "view.complex_reinterprets",
+        "dtype_view": "view.dtype_reinterprets",
     },
     "version": {
         "clone": "clone.own_version",
@@ -71,6 +73,7 @@ BY_RELATION = {
         "conj": "view.conj_lazy",
         "resolve": "view.conj_resolve",
         "reinterpret": "view.complex_reinterprets",
+        "dtype_view": "view.dtype_reinterprets",
     },
     "write": {
         "clone": "clone.write_isolated",
@@ -83,12 +86,13 @@ BY_RELATION = {
         "conj": "view.conj_lazy",
         "resolve": "view.conj_resolve",
         "reinterpret": "view.complex_reinterprets",
+        "dtype_view": "view.dtype_reinterprets",
     },
 }
 # When no single link misbehaves on its own, the relation that most
 # constrains the pair decides.
 PRIORITY = ("resolve", "clone", "copy", "data", "set_data", "detach", "conj", "reinterpret")
-PRIORITY += ("view", "op")
+PRIORITY += ("dtype_view", "view", "op")
 
 RAISED = {
     "INPLACE_ON_LEAF_VIEW": "leaf.view_inplace_raises",
@@ -118,6 +122,7 @@ RAISED = {
     "UNRESOLVED_CONJ": "view.complex_reinterprets",
     "NOT_COMPLEX": "view.complex_reinterprets",
     "COMPLEX_LAYOUT": "view.complex_reinterprets",
+    "DTYPE_VIEW_LAYOUT": "view.dtype_reinterprets",
 }
 
 
@@ -314,6 +319,7 @@ OWN_RULE = {
     "view_as_complex": "view.complex_reinterprets",
     "real": "view.complex_reinterprets",
     "imag": "view.complex_reinterprets",
+    "view_dtype": "view.dtype_reinterprets",
 }
 
 MULTI_OUTPUT_OPS = tuple(name for name, spec in OPS.items() if spec.multi_output)
@@ -435,7 +441,8 @@ def _version(f: Facts, i: int) -> str:
         return "version.unchanged_out_of_place"
     if target == i:
         origin = f.origins[i]
-        if origin.parents and relation_of(origin.op) in ("view", "detach", "conj", "reinterpret"):
+        kinds = ("view", "detach", "conj", "reinterpret", "dtype_view")
+        if origin.parents and relation_of(origin.op) in kinds:
             parent = origin.parents[0]
             if f._link_misbehaves(i, parent, "version"):  # the alias's counter is its own
                 return BY_RELATION["version"][relation_of(origin.op)]

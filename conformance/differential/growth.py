@@ -37,7 +37,7 @@ WRITES_FROM = ("copy_", "setitem", "setitem_s")  # in-place writes of another te
 AUTOGRAD = ("requires_grad_", "retain_grad", "zero_grad", "set_grad")
 BACKWARD = ("backward", "backward_g")
 LAZY = ("conj", "neg_view", "resolve_conj", "resolve_neg")
-LAZY += ("view_as_real", "view_as_complex", "real", "imag")
+LAZY += ("view_as_real", "view_as_complex", "real", "imag", "view_dtype")
 
 
 def _family(name: str) -> str:

@@ -1,6 +1,7 @@
 """Motifs for the lazily resolved views (conj(), _neg_view(), H/mH/adjoint of
 a complex tensor, resolve_conj(), resolve_neg()) and the views that read
-memory as another dtype (view_as_real, view_as_complex, real, imag): such a
+memory as another dtype (view_as_real, view_as_complex, real, imag,
+x.view(dtype)): such a
 view of an intermediate, maybe a view of it, a write through it or its base
 (or the base copied into it: `x.conj().copy_(x)`), maybe the bit resolved and
 the copy written, then backward."""
@@ -16,8 +17,12 @@ from conformance.differential.growth import (
     _fitting,
     _graded,
     _leaf,
+    _pick,
 )
+from oracle import OracleError
+from oracle.dtype_views import geometry
 from strategies.dtypes import DTYPES
+from strategies.programs import Step
 
 BIT_VIEWS = ("conj", "conj", "conj", "neg_view", "H", "mH", "adjoint")
 RESOLVES = {"conj": "resolve_conj", "neg_view": "resolve_neg"}
@@ -121,4 +126,45 @@ def _motif_reinterpret(draw, g: Growth) -> None:
     _backward(draw, g, draw(_one_of((view, view, base))))
 
 
-LAZY_MOTIFS = (_motif_bit_view, _motif_reinterpret)
+def _dtype_fits(t, dtype: str) -> bool:
+    try:
+        geometry(tuple(t.shape), tuple(t.strides), t.offset, t.dtype, dtype)
+    except OracleError:
+        return False
+    return True
+
+
+def _motif_dtype_view(draw, g: Growth) -> None:
+    """x.view(dtype) of a tensor (an intermediate that requires grad, now and then),
+    mostly to a dtype its layout allows, else one torch must refuse; maybe a view of
+    it; a write through it or through x, in grad mode or not; backward from x's
+    graph: its saved tensors saw the write (one version counter)."""
+    x = _graded(draw, g) if draw(_BOOLS) else _pick(draw, g)
+    if x is None:
+        return
+    made = x
+    if g.pool[x].requires_grad and draw(_BOOLS):
+        made = _apply_op(draw, g, draw(_one_of(("exp", "mul_s", "sigmoid"))), x) or x
+    t = g.pool[made]
+    if t.inference or t.conj or t.neg or t.dtype == "bool" or not all(t.shape):
+        return  # (inference tensors' dtype views are ordinary tensors; an empty
+        # tensor's strides are not the model's: neither is modelled)
+    targets = tuple(d for d in g.dtypes if d != "bool")
+    fitting = tuple(d for d in targets if _dtype_fits(t, d))
+    pool = fitting if fitting and draw(_ints(0, 5)) else targets
+    if not pool:
+        return
+    g.apply(Step("view_dtype", (made,), (draw(_one_of(pool)),), draw(_ints(0, 5)) == 5))
+    if len(g.pool) - 1 == made or g.pool[-1] is t:
+        return  # refused
+    view = len(g.pool) - 1
+    if draw(_ints(0, 2)) == 0:
+        view = _apply_op(draw, g, draw(_one_of(("getitem", "transpose", "select"))), view) or view
+    target = view if draw(_ints(0, 2)) else made
+    writes = _fitting(FAMILIES["inplace"], g.pool[target])
+    if writes:
+        _apply_op(draw, g, draw(_one_of(writes)), target, no_grad=draw(_ints(0, 2)) == 0)
+    _backward(draw, g, draw(_one_of((made, made, view))))
+
+
+LAZY_MOTIFS = (_motif_bit_view, _motif_reinterpret, _motif_dtype_view)

@@ -22,7 +22,7 @@ clamp_ setitem setitem_s backward backward_g requires_grad_ retain_grad zero_gra
 narrow diagonal movedim swapaxes swapdims unflatten unfold as_strided mT T H mH adjoint
 unbind_k split_k split_with_sizes_k chunk_k tensor_split_k hsplit_k vsplit_k
 setitem_t index_put_ masked_fill_ index_add_ index_copy_ scatter_ autograd_grad set_grad
-conj neg_view resolve_conj resolve_neg view_as_real view_as_complex real imag""".split()
+conj neg_view resolve_conj resolve_neg view_as_real view_as_complex real imag view_dtype""".split()
 
 
 def test_every_op_has_one_consistent_row():
