@@ -40,6 +40,8 @@ def expect(invariant: str, condition: object, message: str) -> None:
 # Error classes and the stable substrings torch's messages contain. The most
 # specific class comes first: a view-of-leaf message contains the leaf one.
 ERROR_CLASSES: dict[str, tuple[str, ...]] = {
+    # (before DTYPE_CANNOT_REQUIRE_GRAD, whose "complex dtype" it contains)
+    "NOT_COMPLEX": ("is not implemented for tensors with non-complex dtypes",),
     "INPLACE_ON_LEAF_VIEW": ("a view of a leaf Variable that requires grad",),
     "INPLACE_ON_LEAF": ("a leaf Variable that requires grad",),
     "NO_GRAD_VIEW_INPLACE": ("created in no_grad mode",),
@@ -66,6 +68,14 @@ ERROR_CLASSES: dict[str, tuple[str, ...]] = {
     "OUT_CAST": ("can't be cast to the desired output type",),
     "OUT_DTYPE": ("Found dtype",),
     "RESIZE_REQUIRES_GRAD": ("cannot resize variables that require grad",),
+    "UNRESOLVED_CONJ": ("doesn't work on unresolved conjugated tensors",),
+    "DTYPE_VIEW_LAYOUT": ("(different element sizes)",),
+    "COMPLEX_LAYOUT": (
+        "Tensor must have a last dimension",
+        "Tensor must have a stride divisible by 2",
+        "Tensor must have a storage_offset divisible by 2",
+        "Input tensor must have one or more dimensions",
+    ),
 }
 
 

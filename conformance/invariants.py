@@ -726,6 +726,61 @@ CATALOGUE: tuple[Invariant, ...] = (
         _MULTI_OUTPUT_SOURCE,
         ">=1.9",
     ),
+    # --- the wider autograd surface (issue 10): lazily resolved and dtype views -------
+    Invariant(
+        "view.conj_lazy",
+        "conj() of a complex tensor x (and x.H, x.mH, x.adjoint()) is a view with the "
+        "conjugate bit set: it shares x's memory and version counter, reads as the conjugate, "
+        "a write through it stores the conjugate of what is written, and its gradient reaches "
+        "x conjugated; conj() of a tensor that is not complex is x itself. torch._neg_view "
+        "is the same with the negative bit.",
+        "Returns a view of input with a flipped conjugate bit. If input has a non-complex "
+        "dtype, this function just returns input. [...] torch.conj() performs a lazy "
+        "conjugation, but the actual conjugated tensor can be materialized at any time using "
+        "torch.resolve_conj().",
+        "torch/_torch_docs.py (torch.conj); docs/source/tensor_view.rst (conj, adjoint, H, mH)",
+    ),
+    Invariant(
+        "view.conj_resolve",
+        "resolve_conj() of a tensor with the conjugate bit is a new tensor in new memory holding "
+        "the conjugate values, bit cleared, in x's graph; of a tensor without the bit it is the "
+        "tensor itself (resolve_neg() alike for the negative bit).",
+        "Returns a new tensor with materialized conjugation if input's conjugate bit is set to "
+        "True, else returns input. The output tensor will always have its conjugate bit set "
+        "to False.",
+        "torch/_torch_docs.py (torch.resolve_conj, torch.resolve_neg)",
+    ),
+    Invariant(
+        "view.complex_reinterprets",
+        "view_as_real(x), x.real and x.imag of a complex x, and view_as_complex(x) of a float "
+        "x, are views that share x's memory and version counter and read it as the other "
+        "dtype: view_as_real adds a last dim of 2 and doubles the strides; view_as_complex "
+        "needs a last dim of 2 with stride 1, even strides and offset, and drops it; x.real "
+        "of a real x is x and x.imag of one raises; view_as_real of a conj view raises. "
+        "Writes and gradients pass between the parts and the complex numbers.",
+        "Returns a view of input as a real tensor. For an input complex tensor of size m1, "
+        "m2, ..., mi, this function returns a new real tensor of size m1, m2, ..., mi, 2, "
+        "where the last dimension of size 2 represents the real and imaginary components of "
+        "complex numbers. [...] (view_as_complex) the tensor must have a stride of 1 for its "
+        "last dimension. The strides of all other dimensions must be even numbers. [...] "
+        "(real, imag) The returned tensor and self share the same underlying storage.",
+        "torch/_torch_docs.py (torch.view_as_real, torch.view_as_complex, torch.real, "
+        "torch.imag); docs/source/tensor_view.rst",
+    ),
+    Invariant(
+        "view.dtype_reinterprets",
+        "x.view(dtype) reads x's bytes as dtype: it shares x's memory and version counter, "
+        "has no _base and never requires grad; for a dtype of another element size the last "
+        "dim scales by the ratio, which needs x.dim() > 0 and x.stride(-1) == 1 (and, for a "
+        "larger element, a last size, offset and other strides divisible by the ratio), else "
+        "it raises.",
+        "Returns a new tensor with the same data as the self tensor but of a different dtype. "
+        "If the element size of dtype is different than that of self.dtype, then the size of "
+        "the last dimension of the output will be scaled proportionally. [...] If any of the "
+        "above conditions are not met, an error is thrown.",
+        "torch/_tensor_docs.py (Tensor.view, the view(dtype) overload); "
+        "docs/source/tensor_view.rst",
+    ),
     # --- the wider autograd surface (issue 10): writes at indexed positions ------------
     Invariant(
         "index.writes_in_place",

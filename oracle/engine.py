@@ -11,6 +11,8 @@ import numpy as np
 
 from . import geometry as geo
 from . import graph, modes, views, write_ops
+from .complex_views import ComplexViews, ReinterpretingViews, byte_overlap_status
+from .dtype_views import DtypeViews
 from .dtypes import DTYPES, differentiable, kind, op_values, round_to
 from .errors import ErrorKind, OracleError
 from .functions import FunctionOps
@@ -24,7 +26,7 @@ def _geom(t: OTensor) -> tuple:
     return (t.storage, t.offset, t.shape, t.strides)
 
 
-class Engine(FunctionOps):
+class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
     """A model of torch's eager autograd state: grad mode plus the tensors it made."""
 
     def __init__(self, release: Release = NEWEST) -> None:
@@ -90,7 +92,10 @@ class Engine(FunctionOps):
             raise TypeError(f"{op} does not take {ts[0].dtype}")
         self.undefined = None
         try:
-            return getattr(self, "_op_" + spec.impl)(spec, ts, p)
+            out = getattr(self, "_op_" + spec.impl)(spec, ts, p)
+            if spec.inplace and ts[0].storage.byte_viewed:
+                self._written_under_dtype_view(spec, ts[0])  # (oracle.dtype_views)
+            return out
         except OracleError:
             self.undefined = None
             raise
@@ -244,7 +249,7 @@ class Engine(FunctionOps):
         out = OTensor(
             t.storage, t.offset, t.shape, t.strides, t.dtype, counter or t.counter, t.device
         )
-        out.inference = t.inference
+        out.inference, out.conj, out.neg = t.inference, t.conj, t.neg
         return out
 
     def _op_data(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
@@ -264,6 +269,7 @@ class Engine(FunctionOps):
         if b.dtype != a.dtype:
             a._acc = None  # torch drops the leaf's AccumulateGrad
         a.storage, a.offset, a.shape, a.strides, a.dtype = (*_geom(b), b.dtype)
+        a.conj, a.neg = b.conj, b.neg
 
     def _op_view(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
         t, edge = ts[0], self._edge_once(ts[0])
@@ -292,6 +298,7 @@ class Engine(FunctionOps):
             out._fn = node
             return out
         v = OTensor(t.storage, offset, shape, strides, t.dtype, t.counter, t.device)
+        v.conj, v.neg = t.conj, t.neg  # a view of a conj (neg) view reads through its bit
         if t.counterless:  # inference tensors' views are not tracked as views
             v.inference = v.counterless = True
             return v
@@ -336,6 +343,13 @@ class Engine(FunctionOps):
                 self.undefined = "a write into a view whose elements overlap, unchecked by torch"
         if src is None or src is t:
             return
+        if src.storage is t.storage and src.dtype != t.dtype:
+            status = byte_overlap_status(t, src)  # (view_as_real, x.view(dtype)...)
+            if status == "partial":
+                raise OracleError(ErrorKind.PARTIAL_OVERLAP)
+            if status != "no":
+                self.undefined = "a write from the same memory read as another dtype"
+            return
         status = geo.overlap_status(_geom(t), _geom(src))
         if status == "partial":
             raise OracleError(ErrorKind.PARTIAL_OVERLAP)
@@ -346,7 +360,7 @@ class Engine(FunctionOps):
 
     def _write(self, t: OTensor, values: np.ndarray) -> None:
         with np.errstate(all="ignore"):
-            t.array()[...] = round_to(np.broadcast_to(values, t.shape), t.dtype)
+            t.store(np.broadcast_to(values, t.shape))
         if t.counterless:  # torch writes, then finds no counter to bump
             if self.inference_enabled:
                 return  # inside inference_mode: allowed, no version bump
@@ -371,8 +385,12 @@ class Engine(FunctionOps):
         edges = [x.edge() for x in ts] if need else None
         # torch's autograd wrapper saves the operands before the kernel checks them
         saves = self._saves(spec, ts, p, edges, (True, False)) if need else {}
-        if spec.overlap_check:
-            self._check_write(t, other)
+        # an operand with a conjugate or negative bit is resolved into new memory first
+        # (torch's fallback); self with a bit is computed on such a copy and written
+        # back by copy_, which checks self's own overlap after the op's own checks
+        written_back, resolved = t.conj or t.neg, any(x.conj or x.neg for x in ts[1:])
+        if spec.overlap_check and not written_back:
+            self._check_write(t, None if resolved else other)
         if other is not None and geo.broadcast_shapes(t.shape, other.shape) != t.shape:
             bad = geo.broadcast_shapes(t.shape, other.shape) is None
             raise OracleError(
@@ -381,6 +399,8 @@ class Engine(FunctionOps):
             )
         with np.errstate(all="ignore"):
             values = spec.fwd([op_values(x.values(), x.dtype) for x in ts], p, t.dtype)
+        if written_back:
+            self._check_write(t, None)
         self._check_unstable(spec, ts)
         self._write(t, values)
         if need:
@@ -398,12 +418,15 @@ class Engine(FunctionOps):
         edges = [x.edge() for x in ts] if need else None
         # torch's autograd wrapper saves the operands before the kernel checks them
         saved = self._saves(spec, ts, p, edges, (False, False)) if need else {}
-        if spec.overlap_check:
+        written_back = t.conj or t.neg  # computed on a resolved copy, written back by copy_
+        if spec.overlap_check and not written_back:
             self._check_write(t, None)
-        elif geo.has_internal_overlap(t.shape, t.strides):  # which write lands last: unknown
-            self.undefined = f"{spec.name} into elements that share memory"
+        elif geo.has_internal_overlap(t.shape, t.strides) and not written_back:
+            self.undefined = f"{spec.name} into elements that share memory"  # which lands last
         with np.errstate(all="ignore"):
             values = spec.fwd([op_values(x.values(), x.dtype) for x in ts], p, t.dtype)
+        if written_back:
+            self._check_write(t, None)
         self._write(t, values)
         if need:  # each saves its index (or mask) tensor: a second backward raises
             saved["index"] = Saved(new_tensor(np.zeros(1), "int64", (1,)), copy=True)
@@ -422,7 +445,9 @@ class Engine(FunctionOps):
                 raise OracleError(ErrorKind.NOT_BROADCASTABLE, "must match the size")
         if kind(t.dtype) == "int" and kind(src.dtype) in ("float", "complex"):
             self._note_unrepresentable(src.values(), t.dtype)
-        self._write(t, src.values())
+        same_memory = _geom(src) == _geom(t) and src.dtype == t.dtype  # (before 2.4: no copy)
+        skip = same_memory and not self.release.copy_resolves_bits_of_same_memory
+        self._write(t, t.values() if skip else src.values())
         if need:
             bwd = lambda g, sv, needs: [np.zeros_like(g), g]  # noqa: E731
             self._rebase(t, Node("CopyBackwards", edges, bwd, (t.shape, t.dtype)))

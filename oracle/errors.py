@@ -46,6 +46,11 @@ class ErrorKind(enum.Enum):
     OUT_CAST = "can't be cast to the desired output type"
     OUT_DTYPE = "Found dtype"
     RESIZE_REQUIRES_GRAD = "cannot resize variables that require grad"
+    # dtype-reinterpreting views (oracle/complex_views.py)
+    UNRESOLVED_CONJ = "doesn't work on unresolved conjugated tensors"
+    NOT_COMPLEX = "is not implemented for tensors with non-complex dtypes"
+    COMPLEX_LAYOUT = "Tensor must have a last dimension"
+    DTYPE_VIEW_LAYOUT = "(different element sizes)"  # x.view(dtype)
 
 
 # More stable substrings per kind; classify() tries these kinds first, in this order.
@@ -82,6 +87,11 @@ _ALSO = {
         "duplicate dims",
         "does not match the length of the desired ordering",
         "expects a tensor with <= 2 dimensions",
+    ),
+    ErrorKind.COMPLEX_LAYOUT: (  # view_as_complex
+        "Tensor must have a stride divisible by 2",
+        "Tensor must have a storage_offset divisible by 2",
+        "Input tensor must have one or more dimensions",
     ),
 }
 

@@ -8,8 +8,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import geometry
-from .dtypes import op_values, round_to
+from . import dtype_views, geometry
+from .bits import apply_bits, between
+from .dtype_views import through_bytes
+from .dtypes import compute_dtype, op_values, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import Shape, broadcast_shapes, has_internal_overlap, is_dense
 from .tensor import Accumulator, OTensor, strided
@@ -29,6 +31,7 @@ class Saved:
         self.copy = t.values() if copy else None
         self.tensor, self.was_leaf = (None if output else t), t._fn is None
         self.geom, self.dtype = (t.storage, t.offset, t.shape, t.strides), t.dtype
+        self.bits = (t.conj, t.neg)
         self.counter, self.version, self.released = t.counter, t.counter.value, False
 
     def unpack(self) -> np.ndarray:
@@ -46,7 +49,12 @@ class Saved:
             )
         if self.tensor is not None:
             return op_values(self.tensor.values(), self.tensor.dtype)
-        return op_values(strided(*self.geom).copy(), self.dtype)
+        storage = self.geom[0]
+        if through_bytes(self.dtype, storage.dtype):  # x.view(dtype): through its bytes
+            window = dtype_views.read(storage.buf, storage.dtype, *self.geom[1:], self.dtype)
+        else:
+            window = strided(*self.geom, compute_dtype(self.dtype))
+        return op_values(apply_bits(window, *self.bits), self.dtype)
 
 
 class Node:
@@ -107,14 +115,30 @@ def _buffer(dtype: type, *indices: np.ndarray) -> np.ndarray:
     return np.zeros(max((int(i.max()) + 1 for i in indices if i.size), default=0), dtype)
 
 
+def _pair(vt: type, bt: type, vidx: np.ndarray, bidx: np.ndarray) -> tuple:
+    """Zeroed memory that covers a view and its base of another dtype (view_as_real,
+    real, imag, view_as_complex), as the view's and the base's arrays over it."""
+    vt, bt = np.dtype(vt), np.dtype(bt)
+    spans = [(int(i.max()) + 1) * t.itemsize for i, t in ((vidx, vt), (bidx, bt)) if i.size]
+    unit = max(vt.itemsize, bt.itemsize)
+    raw = np.zeros(-(-max(spans, default=0) // unit) * unit, np.uint8)
+    return raw.view(vt), raw.view(bt)
+
+
 def as_strided_node(view: OTensor, base: OTensor) -> Node:
     """AsStridedBackward0: a view's grad_fn regenerated after its base was rewritten."""
     vidx = flat_index(view.offset, view.shape, view.strides)
     bidx = flat_index(base.offset, base.shape, base.strides)
+    through = between(view, base)  # a conj view's gradient reaches the base conjugated
+    vt, bt = compute_dtype(view.dtype), compute_dtype(base.dtype)
 
     def backward(g: np.ndarray, _: dict, needs: list) -> list:
+        if vt is not bt:  # a view of another dtype: the gradient laid out in shared memory
+            vbuf, bbuf = _pair(vt, bt, vidx, bidx)
+            np.add.at(vbuf, vidx, through(g))
+            return [bbuf[bidx]]
         buf = _buffer(g.dtype, vidx, bidx)
-        np.add.at(buf, vidx, g)
+        np.add.at(buf, vidx, through(g))
         return [buf[bidx]]
 
     return Node("AsStridedBackward0", [base.edge()], backward, (view.shape, view.dtype))
@@ -127,19 +151,27 @@ def copy_slices(base: OTensor, view: OTensor, inner: Node) -> Node:
     bidx = flat_index(base.offset, base.shape, base.strides)
     vshape, vdtype = view.shape, view.dtype
     overlaps = has_internal_overlap(view.shape, view.strides)
+    through = between(view, base)  # the view's part of the gradient, as the view reads it
+    vt, bt = compute_dtype(view.dtype), compute_dtype(base.dtype)
 
     def backward(g: np.ndarray, _: dict, needs: list) -> list:
         if inner.released:  # torch drops CopySlices' fn on release, saved tensors or not
             raise OracleError(ErrorKind.BACKWARD_TWICE)
-        buf = _buffer(g.dtype, vidx, bidx)
-        buf[bidx] = g
-        res = inner.apply(buf[vidx].copy())
+        if vt is not bt:  # a view of another dtype: its part read from the shared memory
+            vbuf, buf = _pair(vt, bt, vidx, bidx)
+            buf[bidx] = g
+            res = inner.apply(through(vbuf[vidx]))
+        else:
+            vbuf = buf = _buffer(g.dtype, vidx, bidx)
+            buf[bidx] = g
+            res = inner.apply(through(buf[vidx]))
         if res[0] is None:
             return [None] + res[1:]
         if overlaps:  # copying the gradient back through an expanded view
             raise OracleError(ErrorKind.OVERLAPPING_WRITE)
-        buf = buf.astype(np.result_type(buf, res[0]))
-        buf[vidx] = round_to(np.broadcast_to(res[0], vshape), vdtype)
+        if vt is bt:
+            vbuf = buf = buf.astype(np.result_type(buf, res[0]))
+        vbuf[vidx] = through(round_to(np.broadcast_to(res[0], vshape), vdtype))
         return [buf[bidx]] + res[1:]
 
     edges = [base.edge()] + inner.edges[1:]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import index_ops, view_ops, views, write_ops
+from . import complex_views, index_ops, view_ops, views, write_ops
 from .dtypes import REAL_OF, kind, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import (
@@ -393,6 +393,39 @@ for _n, _p, _tpl, _d, _multi in [
         param_kinds=("custom",) * len(_p),
         multi_output=_multi,
     )
+
+# lazily resolved views (oracle.complex_views): conj() and torch._neg_view() set a
+# bit instead of computing, resolve_conj() / resolve_neg() materialise it; H, mH and
+# adjoint() of a complex tensor are conj views (these rows replace the real-only ones)
+for _n, _tpl, _g, _d in [
+    ("conj", "{t0}.conj()", complex_views.identity, ALL),
+    ("neg_view", "torch._neg_view({t0})", complex_views.identity, FCI),
+    ("H", "{t0}.H", view_ops.T, ALL),
+    ("mH", "{t0}.mH", view_ops.mT, ALL),
+    ("adjoint", "{t0}.adjoint()", view_ops.mT, ALL),
+]:
+    _row(_n, 1, (), _tpl, "bit_view", view=True, dtypes=_d, geom=_g)
+for _n, _d in (("resolve_conj", ALL), ("resolve_neg", FCI)):
+    _row(_n, 1, (), f"{{t0}}.{_n}()", "resolve", dtypes=_d, bwd=lambda g, sv, p, n, s: [g])
+# views that read memory as another dtype: a complex tensor as (real, imag) pairs, or
+# its real or imaginary parts, and a float tensor's pairs as complex numbers
+for _n, _tpl, _d in [
+    ("view_as_real", "torch.view_as_real({t0})", ("complex",)),
+    ("view_as_complex", "torch.view_as_complex({t0})", ("float",)),
+    ("real", "{t0}.real", ALL),
+    ("imag", "{t0}.imag", ALL),
+]:
+    _row(_n, 1, (), _tpl, "reinterpret", view=True, dtypes=_d, geom=getattr(complex_views, _n))
+# x.view(dtype): the same bytes as another dtype, an alias with x's version counter
+# that never requires grad (param: the dtype's name)
+_row(
+    "view_dtype",
+    1,
+    ("dtype",),
+    "{t0}.view(getattr(torch, {p0}))",
+    "view_dtype",
+    param_kinds=("custom",),
+)
 
 for _n, (_f, _s, _g, _d) in UNARY.items():
     _row(

@@ -38,6 +38,11 @@ class Release:
     # autograd (each write as add_ would be) from 2.1 (pytorch/pytorch#96405);
     # before, they wrote without a node (and without the leaf check).
     foreach_inplace_recorded: bool = True
+    # `dst.copy_(src)` where src is dst's memory with the same geometry and dtype
+    # but another conjugate / negative bit (`x.conj().copy_(x)`) writes the
+    # conjugate (negation) from 2.4; before, it took them for the same data and
+    # wrote nothing (the version still went up).
+    copy_resolves_bits_of_same_memory: bool = True
 
 
 NEWEST = Release()

@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import dtype_views
+from .bits import apply_bits
+from .dtype_views import through_bytes
 from .dtypes import compute_dtype, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import Shape
@@ -27,14 +30,27 @@ class VersionCounter:
 class Storage:
     """A flat buffer in the compute dtype; tensors are strided windows onto it."""
 
-    __slots__ = ("buf",)
+    __slots__ = ("buf", "dtype", "byte_viewed")
 
-    def __init__(self, buf: np.ndarray) -> None:
+    def __init__(self, buf: np.ndarray, dtype: str | None = None) -> None:
         self.buf = buf
+        self.dtype = dtype  # the dtype whose bytes it holds (x.view(dtype) reads them)
+        self.byte_viewed = False  # read as another dtype by some x.view(dtype)
 
 
-def strided(storage: Storage, offset: int, shape: Shape, strides: Shape) -> np.ndarray:
-    buf = storage.buf
+def reinterpret(buf: np.ndarray, dtype: np.dtype | type | None) -> np.ndarray:
+    """buf's memory read as another compute dtype (view_as_real, real, imag of a
+    complex tensor, view_as_complex of a float one): complex128 is two float64."""
+    if dtype is None or buf.dtype == dtype:
+        return buf
+    ratio = np.dtype(dtype).itemsize // buf.itemsize
+    return (buf[: len(buf) // ratio * ratio] if ratio > 1 else buf).view(dtype)
+
+
+def strided(
+    storage: Storage, offset: int, shape: Shape, strides: Shape, dtype: type | None = None
+) -> np.ndarray:
+    buf = reinterpret(storage.buf, dtype)
     item = buf.itemsize
     byte_strides = tuple(s * item for s in strides)
     try:
@@ -74,6 +90,7 @@ class OTensor:
         self.multi_output = False  # an output of unbind, split... (or a view of one)
         self.inference_view = False  # a view of a normal tensor made under inference_mode
         self.custom_view = False  # returned by a custom Function (or a view of one)
+        self.conj = self.neg = False  # torch's conjugate / negative bit (oracle.bits)
         self.attr_version = 0
         # made under inference_mode (or an alias of such a tensor), and whether it
         # has no version counter at all (the tensor itself and its views)
@@ -83,14 +100,30 @@ class OTensor:
 
     def array(self) -> np.ndarray:
         """A writable numpy window onto the storage (it aliases like the tensor)."""
-        return strided(self.storage, self.offset, self.shape, self.strides)
+        return strided(
+            self.storage, self.offset, self.shape, self.strides, compute_dtype(self.dtype)
+        )
 
     def values(self) -> np.ndarray:
-        return self.array().copy()
+        if through_bytes(self.dtype, self.storage.dtype):  # x.view(dtype)
+            window = dtype_views.read(self.storage.buf, self.storage.dtype, *self._where())
+            return apply_bits(window, self.conj, self.neg)
+        return apply_bits(self.array(), self.conj, self.neg)
+
+    def store(self, values: np.ndarray) -> None:
+        """Write values into memory as they are to read back (through the bits)."""
+        new = apply_bits(round_to(values, self.dtype), self.conj, self.neg)
+        if through_bytes(self.dtype, self.storage.dtype):  # x.view(dtype)
+            dtype_views.write(self.storage.buf, self.storage.dtype, *self._where(), new)
+        else:
+            self.array()[...] = new
+
+    def _where(self) -> tuple:
+        return self.offset, self.shape, self.strides, self.dtype
 
     def overwrite(self, values: np.ndarray) -> None:
         """Write values (torch's, to stop rounding drift) without bumping the version."""
-        self.array()[...] = round_to(values, self.dtype)
+        self.store(values)
 
     def add_grad(self, g: np.ndarray, dtype: str) -> None:
         """.grad = g, or .grad += g (keeping .grad's dtype)."""
@@ -180,7 +213,7 @@ def new_tensor(values: np.ndarray, dtype: str, strides: Shape, device: str = "cp
     shape = tuple(values.shape)
     size = 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) if all(shape) else 0
     t = OTensor(
-        Storage(np.zeros(size, compute_dtype(dtype))),
+        Storage(np.zeros(size, compute_dtype(dtype)), dtype),
         0,
         shape,
         tuple(strides),

@@ -1691,6 +1691,128 @@ def _():
     _replace("unfold", make)
 
 
+@plant(
+    "conj_copies",
+    "view.conj_lazy",
+    "x.conj() returns the conjugate on new memory (no conjugate bit, no aliasing)",
+)
+def _():
+    def make(orig):
+        def conj(self):
+            return orig(self).clone()
+
+        return conj
+
+    _replace("conj", make)
+
+
+@plant(
+    "resolve_conj_aliases",
+    "view.conj_resolve",
+    "x.resolve_conj() hands back x itself, bit and memory, even when x has the conjugate bit",
+)
+def _():
+    def make(orig):
+        def resolve_conj(self):
+            return self
+
+        return resolve_conj
+
+    _replace("resolve_conj", make)
+
+
+@plant(
+    "mH_copies@complex",
+    "view.conj_lazy",
+    "x.mH of a complex tensor is the conjugate transpose on new memory (real ones: a view)",
+)
+def _():
+    torch = _torch()
+    original = torch.Tensor.mH
+
+    def mH(self):  # noqa: N802 - torch's name
+        t = original.__get__(self)
+        return t.clone() if self.is_complex() else t
+
+    torch.Tensor.mH = property(mH)
+
+
+@plant(
+    "reinterpret_own_version@view_as_real",
+    "view.complex_reinterprets",
+    "torch.view_as_real(x) reads x's memory but counts versions on its own (x.real, x.imag "
+    "and view_as_complex keep x's counter)",
+)
+def _():
+    torch = _torch()
+    original = torch.view_as_real
+
+    class OwnVersion(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return original(x.data)  # .data: the same memory, a counter of its own
+
+        @staticmethod
+        def backward(ctx, g):
+            return torch.view_as_complex(g.contiguous())
+
+    def view_as_real(x):
+        if x.is_conj():
+            return original(x)  # (it raises)
+        return OwnVersion.apply(x)
+
+    torch.view_as_real = view_as_real
+
+
+@plant(
+    "imag_of_real_zeros",
+    "view.complex_reinterprets",
+    "x.imag of a real tensor is a tensor of zeros instead of an error",
+)
+def _():
+    torch = _torch()
+    original = torch.Tensor.imag
+
+    def imag(self):
+        return original.__get__(self) if self.is_complex() else torch.zeros_like(self)
+
+    torch.Tensor.imag = property(imag, original.__set__)
+
+
+def _dtype_view(make_result) -> None:
+    """Tensor.view, with x.view(dtype)'s result replaced by make_result(x, result, dtype)."""
+    torch = _torch()
+
+    def make(orig):
+        def view(self, *args, **kwargs):
+            out = orig(self, *args, **kwargs)
+            dtype = args[0] if len(args) == 1 else kwargs.get("dtype")
+            return make_result(self, out, dtype) if isinstance(dtype, torch.dtype) else out
+
+        return view
+
+    _replace("view", make)
+
+
+@plant(
+    "view_dtype_copies@itemsize",
+    "view.dtype_reinterprets",
+    "x.view(dtype) is a copy on new memory when dtype's element size differs from x's "
+    "(of the same size: an alias, as it should be)",
+)
+def _():
+    _dtype_view(lambda x, out, dtype: out.clone() if dtype.itemsize != x.itemsize else out)
+
+
+@plant(
+    "view_dtype_own_version",
+    "view.dtype_reinterprets",
+    "x.view(dtype) shares x's memory but has a version counter of its own (as .data does)",
+)
+def _():
+    _dtype_view(lambda x, out, dtype: out.data)
+
+
 # --- the wider autograd surface (issue 10): writes at indexed positions -----------
 
 

@@ -34,6 +34,17 @@ RELATION = {
     "data": "data",
     "zeros_like": "op",
     "reshape": "view",
+    # lazily resolved views (conj(), _neg_view()) and what materialises them
+    "conj": "conj",
+    "neg_view": "conj",
+    "resolve_conj": "resolve",
+    "resolve_neg": "resolve",
+    # views that read memory as another dtype
+    "view_as_real": "reinterpret",
+    "view_as_complex": "reinterpret",
+    "real": "reinterpret",
+    "imag": "reinterpret",
+    "view_dtype": "dtype_view",
 }
 
 # ops no gradient flows back through, from their result to their operand
@@ -49,6 +60,10 @@ BY_RELATION = {
         "view": "view.shares_storage_and_version",
         "copy": "copy.keeps_storage",
         "op": "ops.out_of_place_new_tensor",
+        "conj": "view.conj_lazy",
+        "resolve": "view.conj_resolve",
+        "reinterpret": "view.complex_reinterprets",
+        "dtype_view": "view.dtype_reinterprets",
     },
     "version": {
         "clone": "clone.own_version",
@@ -58,6 +73,10 @@ BY_RELATION = {
         "view": "view.shares_storage_and_version",
         "copy": "copy.keeps_storage",
         "op": "version.unchanged_out_of_place",
+        "conj": "view.conj_lazy",
+        "resolve": "view.conj_resolve",
+        "reinterpret": "view.complex_reinterprets",
+        "dtype_view": "view.dtype_reinterprets",
     },
     "write": {
         "clone": "clone.write_isolated",
@@ -67,11 +86,16 @@ BY_RELATION = {
         "view": "view.write_visible",
         "copy": "copy.keeps_storage",
         "op": "ops.out_of_place_new_tensor",
+        "conj": "view.conj_lazy",
+        "resolve": "view.conj_resolve",
+        "reinterpret": "view.complex_reinterprets",
+        "dtype_view": "view.dtype_reinterprets",
     },
 }
 # When no single link misbehaves on its own, the relation that most
 # constrains the pair decides.
-PRIORITY = ("clone", "copy", "data", "set_data", "detach", "view", "op")
+PRIORITY = ("resolve", "clone", "copy", "data", "set_data", "detach", "conj", "reinterpret")
+PRIORITY += ("dtype_view", "view", "op")
 
 RAISED = {
     "INPLACE_ON_LEAF_VIEW": "leaf.view_inplace_raises",
@@ -100,6 +124,10 @@ RAISED = {
     "INPUT_NO_GRAD": "grad.autograd_grad_returns",
     "CUSTOM_FUNCTION_VIEW": "function.view_output",
     "GRAD_ASSIGN_MISMATCH": "grad.assign_checks",
+    "UNRESOLVED_CONJ": "view.complex_reinterprets",
+    "NOT_COMPLEX": "view.complex_reinterprets",
+    "COMPLEX_LAYOUT": "view.complex_reinterprets",
+    "DTYPE_VIEW_LAYOUT": "view.dtype_reinterprets",
 }
 
 
@@ -172,10 +200,17 @@ class Facts:
             return "copy" if self._copied_between(i, j) else "op"
         for child, parent in links:
             if self._link_misbehaves(child, parent, prop):
-                return relation_of(self.origins[child].op)
-        kinds = {relation_of(self.origins[c].op) for c, _ in links}
+                return self._relation_of(child)
+        kinds = {self._relation_of(c) for c, _ in links}
         kinds |= {"set_data"} if any(s.op == "set_data" for s in self._steps_on(i, j)) else set()
         return next((k for k in PRIORITY if k in kinds), "op")
+
+    def _relation_of(self, i: int) -> str:
+        """relation_of its op; H, mH, adjoint() of a complex tensor are conj views."""
+        op, pool = self.origins[i].op, self.run.oracle_pool
+        if op in ("H", "mH", "adjoint") and i < len(pool) and pool[i].conj:
+            return "conj"
+        return relation_of(op)
 
     def _steps_on(self, i: int, j: int):
         return [s for s in self.steps[: self.d.step + 1] if set(s.tensors) & {i, j}]
@@ -271,11 +306,10 @@ def attribute(run: Run, d: Discrepancy) -> str:
     if kind in ("requires_grad", "is_leaf", "has_grad_fn"):
         return _autograd_flags(f, d.tensors[0])
     if kind == "base":
-        return (
-            "detach.never_requires_grad"
-            if f.origins[d.tensors[0]].op == "detach"
-            else ("view.base_is_root")
-        )
+        op = f.origins[d.tensors[0]].op
+        if op in OWN_RULE:  # conj(), view_as_real()...: an alias of the wrong kind
+            return OWN_RULE[op]
+        return "detach.never_requires_grad" if op == "detach" else ("view.base_is_root")
     if kind == "strides":
         return (
             "clone.preserves_strides"
@@ -288,6 +322,19 @@ def attribute(run: Run, d: Discrepancy) -> str:
         return _grad(f, d.tensors[0])
     return "ops.values"
 
+
+# ops whose results only their own rule speaks of
+OWN_RULE = {
+    "conj": "view.conj_lazy",
+    "neg_view": "view.conj_lazy",
+    "resolve_conj": "view.conj_resolve",
+    "resolve_neg": "view.conj_resolve",
+    "view_as_real": "view.complex_reinterprets",
+    "view_as_complex": "view.complex_reinterprets",
+    "real": "view.complex_reinterprets",
+    "imag": "view.complex_reinterprets",
+    "view_dtype": "view.dtype_reinterprets",
+}
 
 MULTI_OUTPUT_OPS = tuple(name for name, spec in OPS.items() if spec.multi_output)
 
@@ -387,12 +434,15 @@ def _mode_at_fault(f: Facts) -> bool:
 def _values(f: Facts, i: int) -> str:
     op = f.origins[i].op
     if f.new_result(i):
-        return {
-            "autograd_grad": "grad.autograd_grad_returns",
-            "clone": "clone.same_values",
-            "detach": "detach.write_visible",
-            "data": "data.shares_storage",
-        }.get(op, "view.write_visible" if relation_of(op) == "view" else "ops.values")
+        return (
+            {
+                "autograd_grad": "grad.autograd_grad_returns",
+                "clone": "clone.same_values",
+                "detach": "detach.write_visible",
+                "data": "data.shares_storage",
+            }
+            | OWN_RULE
+        ).get(op, "view.write_visible" if relation_of(op) == "view" else "ops.values")
     target = f.written()
     if target is None:
         return "ops.out_of_place_new_tensor"
@@ -413,7 +463,8 @@ def _version(f: Facts, i: int) -> str:
         return "version.unchanged_out_of_place"
     if target == i:
         origin = f.origins[i]
-        if origin.parents and relation_of(origin.op) in ("view", "detach"):
+        kinds = ("view", "detach", "conj", "reinterpret", "dtype_view")
+        if origin.parents and relation_of(origin.op) in kinds:
             parent = origin.parents[0]
             if f._link_misbehaves(i, parent, "version"):  # the alias's counter is its own
                 return BY_RELATION["version"][relation_of(origin.op)]
@@ -440,7 +491,7 @@ def _autograd_flags(f: Facts, i: int) -> str:
             "clone": "clone.result_in_graph",
             "detach": "detach.never_requires_grad",
             "data": "data.never_requires_grad",
-        }
+        } | OWN_RULE
         if op in special:
             return special[op]
         if f.step.no_grad:

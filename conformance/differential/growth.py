@@ -37,6 +37,8 @@ ALIASES = ("clone", "detach", "data", "detach_", "set_data", "zeros_like")
 WRITES_FROM = ("copy_", "setitem", "setitem_s")  # in-place writes of another tensor's values
 AUTOGRAD = ("requires_grad_", "retain_grad", "zero_grad", "set_grad")
 BACKWARD = ("backward", "backward_g")
+LAZY = ("conj", "neg_view", "resolve_conj", "resolve_neg")
+LAZY += ("view_as_real", "view_as_complex", "real", "imag", "view_dtype")
 
 
 def _family(name: str) -> str:
@@ -55,6 +57,8 @@ def _family(name: str) -> str:
         return "function"
     if spec.impl == "writes":  # out=, resize_, set_, _foreach_: only their motifs
         return "writes"
+    if name in LAZY:  # conj(), _neg_view(), view_as_real()...: only their motifs make them
+        return "lazy"
     if spec.view:
         return "view"
     if spec.inplace:

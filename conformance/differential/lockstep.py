@@ -536,11 +536,21 @@ def _resync(run: Run, ours: list[Observed], theirs: list[Observed], live: list[i
     tolerance but not equal: rounding then never drifts over many steps."""
     for i in live:
         o, t = ours[i], theirs[i]
-        if o.values.dtype.kind in "fc" and not _equal_nan(o.values, t.values):
+        if o.values.dtype.kind in "fc" and (
+            not _equal_nan(o.values, t.values) or _zero_signs_differ(o.values, t.values)
+        ):  # (x.view(dtype) reads the sign of a zero)
             run.oracle_pool[i].overwrite(t.values)
         if o.grad is not None and t.grad is not None and o.grad.dtype.kind in "fc":
             if not _equal_nan(o.grad, t.grad):
                 run.oracle_pool[i].grad = np.array(t.grad, dtype=o.grad.dtype)
+
+
+def _zero_signs_differ(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal values with a zero of another sign somewhere."""
+    if a.dtype.kind == "c":
+        a, b = np.stack([a.real, a.imag]), np.stack([b.real, b.imag])
+    zero = a == 0
+    return bool(zero.any()) and not np.array_equal(np.signbit(a[zero]), np.signbit(b[zero]))
 
 
 def _equal_nan(a: np.ndarray, b: np.ndarray) -> bool:

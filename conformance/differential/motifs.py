@@ -20,6 +20,7 @@ from conformance.differential.growth import (
     _leaf,
     _pick,
 )
+from conformance.differential.lazy_motifs import LAZY_MOTIFS
 from conformance.differential.mode_motifs import MODE_MOTIFS
 from conformance.differential.view_params import CHOSEN
 from conformance.differential.writes import WRITE_MOTIFS
@@ -394,3 +395,4 @@ SURFACE_MOTIFS += (
     _motif_saved_tensor_hooks,
 )
 SURFACE_MOTIFS += WRITE_MOTIFS  # out=, resize_, set_, _foreach_ (writes.py)
+SURFACE_MOTIFS += LAZY_MOTIFS  # conj(), _neg_view(), view_as_real()... (lazy_motifs.py)
