@@ -27,13 +27,14 @@ pytestmark = pytest.mark.skipif(
     not torch.__version__.startswith("2.13."), reason="the corpus is checked against torch 2.13"
 )
 
-SCENARIOS = 300
+SCENARIOS = 800  # enough that each surface motif's ops come up
 
 
 def test_oracle_agrees_with_torch_on_a_corpus_of_generated_chains():
     dtypes = tuple(DTYPES)
     seen: Counter[str] = Counter()
     steps = []
+    steps_made: list[Step] = []
 
     @given(program=programs(("cpu",), dtypes, salt=0))
     @settings(
@@ -49,6 +50,7 @@ def test_oracle_agrees_with_torch_on_a_corpus_of_generated_chains():
         assert found is None, f"step {found.step}: {found.message}\n" + "\n".join(listing(program))
         steps.append(run.steps_checked)
         seen.update(s.op for s in program.steps)
+        steps_made.extend(program.steps)
 
     agrees()
     assert len(steps) >= 200, f"only {len(steps)} scenarios ran"
@@ -65,6 +67,12 @@ def test_oracle_agrees_with_torch_on_a_corpus_of_generated_chains():
     # and out=, resize_, set_, _foreach_ (oracle/write_ops.py)
     for op in ("add_out", "mul_out", "exp_out", "neg_out", "resize_", "set_", "foreach_add_s_"):
         assert seen[op] > 0, f"no scenario used {op}"
+    # and lazily resolved and reinterpreting views, custom Functions, saved-tensor hooks
+    for op in ("conj", "resolve_conj", "view_as_real", "imag", "view_dtype", "fn_scale", "fn_view"):
+        assert seen[op] > 0, f"no scenario used {op}"
+    assert seen["sin_hooked_detach"] + seen["sin_hooked_x2_x2"] > 0, "no saved-tensor hooks"
+    # and grad modes as modes of their own
+    assert any(s.mode for s in steps_made), "no step ran in a mode of its own"
 
 
 def _leaf(values, dtype="float32", requires_grad=False) -> Step:
