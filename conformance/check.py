@@ -59,6 +59,8 @@ ERROR_CLASSES: dict[str, tuple[str, ...]] = {
     "MULTI_OUTPUT_VIEW_INPLACE": ("returns multiple views",),
     "INPUT_NO_GRAD": ("One of the differentiated Tensors does not require grad",),
     "GRAD_ASSIGN_MISMATCH": ("attempting to assign a gradient", "assigned grad has data of a"),
+    "HOOK_NO_GRAD": ("cannot register a hook on a tensor that doesn't require gradient",),
+    "POST_HOOK_NON_LEAF": ("post accumulate grad hooks cannot be registered on non-leaf",),
 }
 
 

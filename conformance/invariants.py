@@ -672,6 +672,24 @@ CATALOGUE: tuple[Invariant, ...] = (
         "ensure that the gradient and the tensor are the same size",
         "torch/csrc/autograd/python_variable.cpp (THPVariable_set_grad)",
     ),
+    Invariant(
+        "grad.hook_replaces_gradient",
+        "A hook registered with x.register_hook that returns a tensor replaces the gradient "
+        "of x: that one flows on through x's grad_fn and reaches .grad (of a leaf, or a "
+        "retained x); a hook that returns None leaves it as it was.",
+        "The hook should not modify its argument, but it can optionally return a new gradient "
+        "which will be used in place of :attr:`grad`.",
+        "torch/_tensor.py (Tensor.register_hook)",
+    ),
+    Invariant(
+        "grad.hooks_run_in_order",
+        "Hooks registered on one tensor run in registration order, each on the result of the "
+        "one before; a hook whose handle was removed does not run.",
+        "If multiple hooks of the same type are registered on the same Tensor or Node they are "
+        "executed in the order in which they are registered. Hooks that are executed later can "
+        "observe the modifications to the gradient made by earlier hooks.",
+        "docs/source/notes/autograd.rst (Backward Hooks execution)",
+    ),
 )
 
 INVARIANTS: dict[str, Invariant] = {inv.id: inv for inv in CATALOGUE}

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from . import geometry as geo
-from . import graph, views
+from . import gradapi, graph, views
 from .dtypes import DTYPES, differentiable, kind, op_values, round_to
 from .errors import ErrorKind, OracleError
 from .graph import Node, Saved, copy_slices, run_backward
@@ -498,3 +498,10 @@ class Engine:
 
     def _op_zero_grad(self, spec: OpSpec, ts: list, p: tuple) -> None:
         ts[0].grad = None
+
+    # ---- the gradient APIs (oracle.gradapi) ------------------------------------------
+    def _op_register_hook(self, spec: OpSpec, ts: list, p: tuple) -> None:
+        gradapi.register_hook(ts[0], gradapi.HOOK_ROWS[spec.name][2], p[0] if p else None)
+
+    def _op_register_post_hook(self, spec: OpSpec, ts: list, p: tuple) -> None:
+        gradapi.register_post_hook(ts[0], gradapi.POST_HOOK_ROWS[spec.name][2], p[0])

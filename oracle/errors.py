@@ -39,6 +39,8 @@ class ErrorKind(enum.Enum):
     MULTI_OUTPUT_VIEW_INPLACE = "This view is the output of a function that returns multiple views"
     INPUT_NO_GRAD = "One of the differentiated Tensors does not require grad"
     GRAD_ASSIGN_MISMATCH = "attempting to assign a gradient"
+    HOOK_NO_GRAD = "cannot register a hook on a tensor that doesn't require gradient"
+    POST_HOOK_NON_LEAF = "post accumulate grad hooks cannot be registered on non-leaf tensors"
 
 
 # More stable substrings per kind; classify() tries these kinds first, in this order.

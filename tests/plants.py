@@ -1693,6 +1693,79 @@ def _():
     _replace_property("grad", setter=setter)
 
 
+# --- the gradient APIs (issue 10 item 3): hooks, retain_grad, create_graph -------
+
+
+def _hook_result_ignored(only=None) -> None:
+    def make(register_hook):
+        def patched(self, hook):
+            if only is not None and self.dtype != only():
+                return register_hook(self, hook)
+
+            def ignored(grad):
+                hook(grad)  # runs, but what it returns is dropped
+
+            return register_hook(self, ignored)
+
+        return patched
+
+    _replace("register_hook", make)
+
+
+@plant(
+    "hook_result_ignored",
+    "grad.hook_replaces_gradient",
+    "a tensor hook runs, but the gradient it returns is dropped",
+)
+def _():
+    _hook_result_ignored()
+
+
+@plant(
+    "hook_result_ignored@float16",
+    "grad.hook_replaces_gradient",
+    "a float16 tensor's hook runs, but the gradient it returns is dropped",
+)
+def _():
+    _hook_result_ignored(lambda: _torch().float16)
+
+
+@plant(
+    "hooks_reverse_order",
+    "grad.hooks_run_in_order",
+    "the hooks of one tensor run last registered first",
+)
+def _():
+    hooks_of = _Registry()
+
+    def make(register_hook):
+        def patched(self, hook):
+            hooks = hooks_of.get(self)
+            if hooks is None:
+                hooks = []
+                hooks_of.put(self, hooks)
+
+                def run_reversed(grad):
+                    for h in reversed(list(hooks)):
+                        out = h(grad)
+                        grad = grad if out is None else out
+                    return grad
+
+                register_hook(self, run_reversed)
+            hooks.append(hook)
+
+            class Handle:
+                def remove(self) -> None:
+                    if any(h is hook for h in hooks):
+                        hooks.remove(hook)
+
+            return Handle()
+
+        return patched
+
+    _replace("register_hook", make)
+
+
 # --- crashes, hangs and the suite's own errors (issue 13, issue 9 item 4) ------
 # These break no rule: they take the process down, hang, or break the suite's
 # own code, each only for some inputs. `breaks` names the test that must

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from conformance.differential import gradapi
 from conformance.differential.index_params import INDEX_WRITES
 from conformance.differential.lockstep import Discrepancy, Run, execute
 from conformance.differential.minimize import same_failure
@@ -95,6 +96,8 @@ RAISED = {
     "MULTI_OUTPUT_VIEW_INPLACE": "view.multi_output_inplace_raises",
     "INPUT_NO_GRAD": "grad.autograd_grad_returns",
     "GRAD_ASSIGN_MISMATCH": "grad.assign_checks",
+    "HOOK_NO_GRAD": "grad.hook_replaces_gradient",
+    "POST_HOOK_NON_LEAF": "grad.post_accumulate_hook",
 }
 
 
@@ -235,6 +238,8 @@ _HISTORY_KINDS = ("raise", "grad", "requires_grad", "has_grad_fn", "is_leaf")
 
 def attribute(run: Run, d: Discrepancy) -> str:
     f = Facts(run, d)
+    if (rule := gradapi.attribute(f)) is not None:  # hooks: tried before the older rules
+        return rule
     kind = d.kind
     if kind in _HISTORY_KINDS and any(n <= d.step for n in run.unrecorded_view_writes):
         return "view.inplace_updates_base_grad"

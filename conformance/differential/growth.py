@@ -20,6 +20,7 @@ from conformance.differential.index_params import INDEX_WRITES, index_params, so
 from conformance.differential.lockstep import retired_by
 from conformance.differential.view_params import CHOSEN, view_params
 from oracle import OPS, Engine, OracleError, OTensor
+from oracle.gradapi import GRADAPI_OPS
 from strategies.dtypes import DTYPES, seeded_values
 from strategies.programs import (
     Leaf,
@@ -48,7 +49,7 @@ def _family(name: str) -> str:
         return "autograd" if name in AUTOGRAD else "backward"
     if name in INDEX_WRITES:
         return "index"
-    if name == "autograd_grad":  # three operands: only its motif makes it
+    if name == "autograd_grad" or name in GRADAPI_OPS:  # only their motifs make them
         return "gradapi"
     if spec.view:
         return "view"

@@ -315,4 +315,6 @@ MOTIFS = (
 # hooks, modes, dtype views): drawn as a family of its own (generate.py), so
 # that a motif added here shares that family's turns and never thins out the
 # motifs above, which the older rules' planted violations rely on.
-SURFACE_MOTIFS: tuple = ()
+from conformance.differential.gradapi import GRADAPI_MOTIFS  # noqa: E402
+
+SURFACE_MOTIFS: tuple = (*GRADAPI_MOTIFS,)

@@ -1,0 +1,114 @@
+"""The differential's gradient APIs: motifs that register tensor hooks and
+post-accumulate-grad hooks before a backward, and which of their rules a
+discrepancy breaks."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from conformance.differential.choices import _BOOLS, _ints, _one_of
+from conformance.differential.growth import (
+    FAMILIES,
+    Growth,
+    _apply_op,
+    _backward,
+    _fitting,
+    _graded,
+    _leaf,
+)
+from oracle.gradapi import FACTORS, HOOK_ROWS, POST_HOOK_ROWS, TERMS
+from strategies.programs import Step
+
+_VALUE_HOOKS = ("hook_mul", "hook_add")
+
+
+def _hook_step(draw, index: int) -> Step:
+    op = draw(_one_of(("hook_mul", "hook_mul", "hook_add", "hook_none", "hook_removed")))
+    if op == "hook_none":
+        return Step(op, (index,), ())
+    return Step(op, (index,), (draw(_one_of(TERMS if op == "hook_add" else FACTORS)),))
+
+
+def _hookable(draw, g: Growth) -> int:
+    """A tensor that requires grad and is not a view: register_hook on a view
+    whose base was written in place crashes torch up to 2.14
+    (pytorch/pytorch#196459), so views are left out."""
+    x = _graded(draw, g)
+    t = g.pool[x]
+    if t.base is not None or t.inference:
+        g.apply(_leaf(draw, g, dtype=t.dtype, requires_grad=True, inference=False))
+        x = len(g.pool) - 1
+    return x
+
+
+def _motif_tensor_hooks(draw, g: Growth) -> None:
+    """y = op(x) (y retained now and then); one to three hooks on x or on y,
+    now and then an in-place write on y between them (hooks stay with the
+    grad_fn they were registered on); backward: the hooks' results are the
+    gradients that flow on and reach .grad."""
+    x = _hookable(draw, g)
+    ops = _fitting(FAMILIES["math"], g.pool[x])
+    y = _apply_op(draw, g, draw(_one_of(ops)), x, no_grad=False) if ops else None
+    if y is None or g.pool[y].base is not None or not g.pool[y].requires_grad:
+        y = x
+    if y != x and draw(_BOOLS):
+        g.apply(Step("retain_grad", (y,)))
+    target = draw(_one_of((x, y, y)))
+    for _ in range(draw(_ints(1, 3))):
+        g.apply(_hook_step(draw, target))
+        if target != x and not draw(_ints(0, 3)):
+            writes = _fitting(("mul_s_", "add_s_", "exp_", "neg_"), g.pool[target])
+            if writes:
+                _apply_op(draw, g, draw(_one_of(writes)), target, no_grad=False)
+    out = y
+    if draw(_BOOLS):
+        out = _apply_op(draw, g, draw(_one_of(("mul_s", "sum", "exp"))), y, no_grad=False) or y
+    _backward(draw, g, out)
+
+
+GRADAPI_MOTIFS = (_motif_tensor_hooks,)
+
+
+# ---- attribution ----------------------------------------------------------------
+def _neutral(step: Step) -> Step:
+    """The step with its hook made harmless (the same number of steps)."""
+    if step.op in HOOK_ROWS:
+        return replace(step, op="hook_none", params=())
+    if step.op in POST_HOOK_ROWS:
+        return replace(step, params=(1.0,))
+    return step
+
+
+def attribute(f) -> str | None:
+    """The gradient-API rule a discrepancy breaks, or None when the program's
+    hooks do not matter to it (the program fails as well with every hook
+    made harmless) or it has none."""
+    from conformance.differential.attribution import _fails_again
+
+    if f.d.kind not in ("grad", "values", "raise"):
+        return None
+    steps = list(f.steps[: f.d.step + 1])
+    hooks = [n for n, s in enumerate(steps[:-1]) if s.op in HOOK_ROWS]
+    posts = [n for n, s in enumerate(steps[:-1]) if s.op in POST_HOOK_ROWS]
+    if f.d.kind == "raise" and steps[-1].op in (*HOOK_ROWS, *POST_HOOK_ROWS):
+        return None  # registering raised or not: RAISED names the rule
+    if not hooks and not posts:
+        return None
+
+    def variant(neutral: set[int]) -> list[Step]:
+        return [_neutral(s) if n in neutral else s for n, s in enumerate(steps)]
+
+    if _fails_again(f, variant(set(hooks) | set(posts))):
+        return None
+    if posts and (not hooks or _fails_again(f, variant(set(hooks)))):
+        return "grad.post_accumulate_hook"
+    # one value hook per tensor, the others made harmless (a removed one too):
+    # if it still fails, a single hook's result was lost; else their order was
+    first: dict[int, int] = {}
+    for n in hooks:
+        if steps[n].op in _VALUE_HOOKS:
+            first.setdefault(steps[n].tensors[0], n)
+    extra = {n for n in hooks if n not in first.values()}
+    if extra and not _fails_again(f, variant(extra | set(posts))):
+        return "grad.hooks_run_in_order"
+    return "grad.hook_replaces_gradient"

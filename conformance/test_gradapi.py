@@ -1,0 +1,106 @@
+"""The gradient APIs beyond backward: tensor hooks (register_hook), hooks that
+run after a leaf's .grad was accumulated, retain_grad across backward calls
+and writes, and create_graph. Each example runs every dtype that can require
+grad (a hook broken for one dtype alone must not depend on the draw)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.check import attributed_to, expect_values
+from conformance.harness import Example
+from oracle.gradapi import FACTORS, TERMS
+from strategies.dtypes import arrays, round_to
+from strategies.tensors import TORCH_DTYPES
+
+_HOOKS = {  # kind -> (the hook, its effect on a numpy gradient of dtype d)
+    "mul": (lambda c: lambda g: g * c, lambda g, c, d: round_to(g * c, d)),
+    "add": (lambda c: lambda g: g + c, lambda g, c, d: round_to(g + c, d)),
+    "none": (lambda c: lambda g: None, lambda g, c, d: g),
+}
+
+_SOURCE = {"mul": "lambda g: g * c", "add": "lambda g: g + c", "none": "lambda g: None"}
+
+
+def _const(ex: Example, kind: str, label: str) -> float:
+    return ex.draw(st.sampled_from(TERMS if kind == "add" else FACTORS), label)
+
+
+def _leaf(ex: Example, dtype: str, device: str, label: str):
+    values = ex.draw(arrays(dtype, (3,)), label)
+    ex.record(dtype)
+    x = torch.tensor(values, dtype=TORCH_DTYPES[dtype], device=device, requires_grad=True)
+    return x, values
+
+
+def _grad(ex: Example, dtype: str, device: str, label: str):
+    g = ex.draw(arrays(dtype, (3,)), label)
+    return torch.tensor(g, dtype=TORCH_DTYPES[dtype], device=device), round_to(g, dtype)
+
+
+@pytest.mark.invariant("grad.hook_replaces_gradient")
+@given(data=st.data())
+def test_a_hook_result_replaces_the_gradient(device, data):
+    """y = x * 2 (y retained); a hook on x or on y: what it returns is x's
+    gradient (x.grad), or y's (y.grad and, through MulBackward, x.grad)."""
+    ex = Example(data, device)
+    for dtype in ex.grad_dtypes():
+        for kind, (make, effect) in _HOOKS.items():
+            x, _ = _leaf(ex, dtype, device, f"x ({dtype}, {kind})")
+            where = ex.draw(st.sampled_from(["x", "y"]), "hooked")
+            c = _const(ex, kind, "hook constant")
+            y = x * 2
+            y.retain_grad()
+            (x if where == "x" else y).register_hook(make(c))
+            g, g_np = _grad(ex, dtype, device, "backward's gradient")
+            what = f"{where}.register_hook({_SOURCE[kind]}), c={c}, {dtype}"
+            with attributed_to("grad.hook_replaces_gradient", f"backward with {what}"):
+                y.backward(g)
+            gy = effect(g_np, c, dtype) if where == "y" else g_np
+            gx = round_to(gy * 2, dtype)
+            gx = effect(gx, c, dtype) if where == "x" else gx
+            expect_values("grad.hook_replaces_gradient", y.grad, gy, f"y.grad after {what}")
+            expect_values("grad.hook_replaces_gradient", x.grad, gx, f"x.grad after {what}")
+
+
+@pytest.mark.invariant("grad.hooks_run_in_order")
+@given(data=st.data())
+def test_hooks_run_in_registration_order(device, data):
+    """Two to four hooks on x (a leaf) or on y = x * 2: each sees the one
+    before's result; one whose handle was removed never runs."""
+    ex = Example(data, device)
+    kinds = st.sampled_from(["mul", "add", "none", "removed"])
+    for dtype in ex.grad_dtypes():
+        x, _ = _leaf(ex, dtype, device, f"x ({dtype})")
+        chain = ex.draw(st.lists(kinds, min_size=2, max_size=4), "hooks, in order")
+        if not {"mul", "add"} <= set(chain):  # one that scales and one that shifts
+            chain = ["add", "mul", *chain]
+        consts = [_const(ex, kind, f"constant of hook {n}") for n, kind in enumerate(chain)]
+        where = ex.draw(st.sampled_from(["x", "y"]), "hooked")
+        y = x * 2
+        target = x if where == "x" else y
+        for kind, c in zip(chain, consts, strict=True):
+            if kind == "removed":
+                target.register_hook(lambda g: g * 100).remove()
+            else:
+                target.register_hook(_HOOKS[kind][0](c))
+        g, g_np = _grad(ex, dtype, device, "backward's gradient")
+        what = f"hooks {list(zip(chain, consts, strict=True))} on {where}, {dtype}"
+        with attributed_to("grad.hooks_run_in_order", f"backward with {what}"):
+            y.backward(g)
+        want = _fold(chain, consts, g_np, dtype) if where == "y" else g_np
+        want = round_to(want * 2, dtype)
+        if where == "x":
+            want = _fold(chain, consts, want, dtype)
+        expect_values("grad.hooks_run_in_order", x.grad, want, f"x.grad after {what}")
+
+
+def _fold(chain: list[str], consts: list[float], g: np.ndarray, dtype: str) -> np.ndarray:
+    for kind, c in zip(chain, consts, strict=True):
+        if kind != "removed":
+            g = _HOOKS[kind][1](g, c, dtype)
+    return g
