@@ -690,6 +690,17 @@ CATALOGUE: tuple[Invariant, ...] = (
         "observe the modifications to the gradient made by earlier hooks.",
         "docs/source/notes/autograd.rst (Backward Hooks execution)",
     ),
+    Invariant(
+        "grad.post_accumulate_hook",
+        "A hook registered with x.register_post_accumulate_grad_hook runs once per backward "
+        "that reaches the leaf x, after its .grad was accumulated, and sees (and may replace) "
+        "that .grad; registering one on a non-leaf raises.",
+        "The hook will be called after all gradients for a tensor have been accumulated, "
+        "meaning that the .grad field has been updated on that tensor. [...] Registering this "
+        "hook on a non-leaf tensor will error!",
+        "torch/_tensor.py (Tensor.register_post_accumulate_grad_hook)",
+        versions=">=2.1",
+    ),
 )
 
 INVARIANTS: dict[str, Invariant] = {inv.id: inv for inv in CATALOGUE}

@@ -11,7 +11,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.check import attributed_to, expect_values
+from conformance.check import attributed_to, expect, expect_raises, expect_values
 from conformance.harness import Example
 from oracle.gradapi import FACTORS, TERMS
 from strategies.dtypes import arrays, round_to
@@ -104,3 +104,45 @@ def _fold(chain: list[str], consts: list[float], g: np.ndarray, dtype: str) -> n
         if kind != "removed":
             g = _HOOKS[kind][1](g, c, dtype)
     return g
+
+
+@pytest.mark.invariant("grad.post_accumulate_hook")
+@given(data=st.data())
+def test_post_accumulate_hook_sees_the_accumulated_grad(device, data):
+    """A post-accumulate-grad hook on leaf x that records x.grad and scales
+    it, then one to three backward calls through y = x * 2: the hook runs
+    once each, after the call's gradient was added to .grad. On y (not a
+    leaf), registering one raises."""
+    ex = Example(data, device)
+    for dtype in ex.grad_dtypes():
+        x, _ = _leaf(ex, dtype, device, f"x ({dtype})")
+        c = _const(ex, "mul", "the hook's factor")
+        seen: list = []
+
+        def hook(t, seen=seen, c=c):
+            seen.append(None if t.grad is None else t.grad.detach().clone())
+            if t.grad is not None:
+                t.grad = t.grad * c
+
+        x.register_post_accumulate_grad_hook(hook)
+        calls = ex.draw(st.integers(1, 3), "backward calls")
+        want = None
+        for n in range(calls):
+            g, g_np = _grad(ex, dtype, device, f"gradient {n}")
+            what = f"backward {n + 1} of {calls}, {dtype}, the hook scales .grad by {c}"
+            with attributed_to("grad.post_accumulate_hook", what):
+                (x * 2).backward(g)
+            step = round_to(g_np * 2, dtype)
+            accumulated = step if want is None else round_to(want + step, dtype)
+            expect("grad.post_accumulate_hook", len(seen) == n + 1, f"{what}: ran {len(seen)}x")
+            expect("grad.post_accumulate_hook", seen[-1] is not None, f"{what}: saw .grad None")
+            expect_values("grad.post_accumulate_hook", seen[-1], accumulated, f"{what}: saw")
+            want = round_to(accumulated * c, dtype)
+            expect_values("grad.post_accumulate_hook", x.grad, want, f"x.grad after {what}")
+        y = x * 2
+        expect_raises(
+            "grad.post_accumulate_hook",
+            "POST_HOOK_NON_LEAF",
+            lambda y=y: y.register_post_accumulate_grad_hook(lambda t: None),
+            "y.register_post_accumulate_grad_hook(...) on y = x * 2",
+        )

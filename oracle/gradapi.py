@@ -29,10 +29,12 @@ HOOK_ROWS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "hook_removed": ("{t0}.register_hook(lambda g: g * {p0}).remove()", ("factor",), "removed"),
 }
 # torch.Tensor.register_post_accumulate_grad_hook (torch 2.1 on): the hook gets
-# the leaf after its .grad was accumulated; this one replaces .grad, scaled
+# the leaf after its .grad was accumulated; this one replaces .grad, scaled. It
+# also runs on a leaf that stopped requiring grad, whose .grad stays None
 POST_HOOK_ROWS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "post_hook_mul": (
-        "{t0}.register_post_accumulate_grad_hook(lambda t: setattr(t, 'grad', t.grad * {p0}))",
+        "{t0}.register_post_accumulate_grad_hook("
+        "lambda t: t.grad is None or setattr(t, 'grad', t.grad * {p0}))",
         ("factor",),
         "mul",
     ),

@@ -1766,6 +1766,23 @@ def _():
     _replace("register_hook", make)
 
 
+@plant(
+    "post_hook_before_accumulation",
+    "grad.post_accumulate_hook",
+    "a post-accumulate-grad hook runs before the gradient is accumulated into .grad",
+)
+def _():
+    def make(register_post_hook):
+        def patched(self, hook):
+            if self.grad_fn is not None:  # (non-leaves are still refused)
+                return register_post_hook(self, hook)
+            return self.register_hook(lambda grad: (hook(self), None)[1])  # before AccumulateGrad
+
+        return patched
+
+    _replace("register_post_accumulate_grad_hook", make)
+
+
 # --- crashes, hangs and the suite's own errors (issue 13, issue 9 item 4) ------
 # These break no rule: they take the process down, hang, or break the suite's
 # own code, each only for some inputs. `breaks` names the test that must

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import torch
+
 from conformance.differential.choices import _BOOLS, _ints, _one_of
 from conformance.differential.growth import (
     FAMILIES,
@@ -66,16 +68,37 @@ def _motif_tensor_hooks(draw, g: Growth) -> None:
     _backward(draw, g, out)
 
 
-GRADAPI_MOTIFS = (_motif_tensor_hooks,)
+# torch 2.1 on; a build without it never draws the motif (the rule is skipped)
+HAS_POST_HOOKS = hasattr(torch.Tensor, "register_post_accumulate_grad_hook")
+
+
+def _motif_post_hook(draw, g: Growth) -> None:
+    """A post-accumulate-grad hook that scales .grad, on a leaf (or on a
+    non-leaf: refused), now and then a tensor hook too; then one or two
+    backward calls: each scales what was accumulated, once."""
+    if not HAS_POST_HOOKS:
+        return
+    x = _hookable(draw, g)
+    for _ in range(draw(_ints(1, 2))):
+        g.apply(Step("post_hook_mul", (x,), (draw(_one_of(FACTORS)),)))
+    if not draw(_ints(0, 3)):
+        g.apply(_hook_step(draw, x))
+    ops = _fitting(FAMILIES["math"], g.pool[x])
+    y = _apply_op(draw, g, draw(_one_of(ops)), x, no_grad=False) if ops else None
+    y = x if y is None else y
+    if draw(_BOOLS):
+        _backward(draw, g, y, retain=True)
+    _backward(draw, g, y)
+
+
+GRADAPI_MOTIFS = (_motif_tensor_hooks, _motif_post_hook)
 
 
 # ---- attribution ----------------------------------------------------------------
 def _neutral(step: Step) -> Step:
     """The step with its hook made harmless (the same number of steps)."""
-    if step.op in HOOK_ROWS:
+    if step.op in HOOK_ROWS or step.op in POST_HOOK_ROWS:
         return replace(step, op="hook_none", params=())
-    if step.op in POST_HOOK_ROWS:
-        return replace(step, params=(1.0,))
     return step
 
 

@@ -115,3 +115,22 @@ def test_post_accumulate_hook_refuses_a_non_leaf():
     eng = Engine()
     y = eng.call("mul_s", [_leaf(eng, [1.0])], (2.0,))
     raises(E.POST_HOOK_NON_LEAF, eng.call, "post_hook_mul", [y], (2.0,))
+
+
+def test_post_accumulate_hook_sees_what_tensor_hooks_left():
+    eng = Engine()
+    x = _leaf(eng, [1.0])
+    eng.call("post_hook_mul", [x], (2.0,))
+    eng.call("hook_add", [x], (1.0,))  # before AccumulateGrad
+    _backward(eng, eng.call("mul_s", [x], (3.0,)))
+    np.testing.assert_array_equal(x.grad, [8.0])  # (3 + 1) * 2
+
+
+def test_autograd_grad_runs_no_post_accumulate_hook():
+    eng = Engine()
+    x = _leaf(eng, [1.0])
+    eng.call("post_hook_mul", [x], (2.0,))
+    y = eng.call("mul_s", [x], (3.0,))
+    g = eng.call("autograd_grad", [y, x, _leaf(eng, [1.0], False)], (True,))
+    np.testing.assert_array_equal(g.values(), [3.0])
+    assert x.grad is None
