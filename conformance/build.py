@@ -122,6 +122,16 @@ DIFFERENCES: dict[str, ReleaseDifference] = {
             "(for https://github.com/pytorch/pytorch/issues/184572)",
         ),
         ReleaseDifference(
+            "retain_grad_stays_before_view_write",
+            "<2.3",
+            "a retained tensor written in place through a view of it keeps its retain_grad "
+            "hook on its grad_fn before the write: .grad is the gradient of that older version",
+            "the hook moves to the new grad_fn (CopySlices): .grad is the gradient of the "
+            "tensor's newest version, as after a write to the tensor itself",
+            "https://github.com/pytorch/pytorch/pull/117552 "
+            "(for https://github.com/pytorch/pytorch/issues/117366)",
+        ),
+        ReleaseDifference(
             "version_counter_setter",
             "<2.7",
             "torch._C._autograd._unsafe_set_version_counter(tensor, int)",
@@ -144,6 +154,9 @@ def oracle_release(release: Version = RELEASE) -> Release:
         setitem_fill_checks_overlap=not has_older("setitem_fill_skips_overlap_check", release),
         mean_saves_self=has_older("mean_saves_self", release),
         clamp_grad_at_bounds=has_older("clamp_grad_at_bounds", release),
+        retain_grad_follows_view_writes=not has_older(
+            "retain_grad_stays_before_view_write", release
+        ),
     )
 
 

@@ -701,6 +701,16 @@ CATALOGUE: tuple[Invariant, ...] = (
         "torch/_tensor.py (Tensor.register_post_accumulate_grad_hook)",
         versions=">=2.1",
     ),
+    Invariant(
+        "grad.retain_grad_follows_writes",
+        "A retained non-leaf's .grad adds up over backward calls; after an in-place write to "
+        "it, or (from torch 2.3) through a view of it, .grad is the gradient of its newest "
+        "version (before 2.3, a write through a view leaves it the gradient of the version "
+        "before the write).",
+        "If there is a retains_grad hook registered, move that from the old cpp_hooks_list_ "
+        "to the new one",
+        "torch/csrc/autograd/variable.cpp (update_tensor_hooks_on_new_gradfn)",
+    ),
 )
 
 INVARIANTS: dict[str, Invariant] = {inv.id: inv for inv in CATALOGUE}

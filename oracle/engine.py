@@ -342,7 +342,8 @@ class Engine:
             return
         base = t.base
         base._fn = cs = copy_slices(base, t, node)
-        base.retain_node = cs if base.retain_node is not None else None
+        if self.release.retain_grad_follows_view_writes:  # (before 2.3: stays on the old node)
+            base.retain_node = cs if base.retain_node is not None else None
         t.grad_fn()  # torch regenerates the view's grad_fn right away
 
     def _op_inplace(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:

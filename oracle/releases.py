@@ -31,6 +31,11 @@ class Release:
     # clamp's gradient at a bound (x == min or x == max): 1 before 2.14, 0
     # (the minimum-norm subgradient) from 2.14.
     clamp_grad_at_bounds: bool = False
+    # A retained tensor written in place through one of its views: its .grad is
+    # the gradient of its newest version (the retain_grad hook moves to the
+    # CopySlices node) from 2.3; before, the hook stayed on the grad_fn it had
+    # before the write, and .grad was the gradient of that older version.
+    retain_grad_follows_view_writes: bool = True
 
 
 NEWEST = Release()

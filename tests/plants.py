@@ -1783,6 +1783,43 @@ def _():
     _replace("register_post_accumulate_grad_hook", make)
 
 
+@plant(
+    "retain_grad_ignores_writes",
+    "grad.retain_grad_follows_writes",
+    "after an in-place write to a retained tensor (or through a view of it), .grad stays "
+    "the gradient of the version retain_grad() saw",
+)
+def _():
+    retained = _Registry()  # tensor -> [its grad_fn at retain_grad(), what reached that]
+
+    def make(retain_grad):
+        def patched(self):
+            retain_grad(self)
+            if self.grad_fn is not None and retained.get(self) is None:
+                entry = [self.grad_fn, None]
+                retained.put(self, entry)
+
+                def record(grad):
+                    entry[1] = grad.detach().clone() if entry[1] is None else entry[1] + grad
+
+                self.register_hook(record)  # bound to that grad_fn for good
+
+        return patched
+
+    _replace("retain_grad", make)
+
+    def getter(get):
+        def grad(self):
+            entry = retained.get(self)
+            if entry is not None and self.grad_fn is not entry[0]:  # written since
+                return entry[1]
+            return get(self)
+
+        return grad
+
+    _replace_property("grad", getter=getter)
+
+
 # --- crashes, hangs and the suite's own errors (issue 13, issue 9 item 4) ------
 # These break no rule: they take the process down, hang, or break the suite's
 # own code, each only for some inputs. `breaks` names the test that must

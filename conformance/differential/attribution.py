@@ -238,11 +238,11 @@ _HISTORY_KINDS = ("raise", "grad", "requires_grad", "has_grad_fn", "is_leaf")
 
 def attribute(run: Run, d: Discrepancy) -> str:
     f = Facts(run, d)
-    if (rule := gradapi.attribute(f)) is not None:  # hooks: tried before the older rules
-        return rule
     kind = d.kind
     if kind in _HISTORY_KINDS and any(n <= d.step for n in run.unrecorded_view_writes):
         return "view.inplace_updates_base_grad"
+    if (rule := gradapi.attribute(f)) is not None:  # hooks, retain_grad: before the rest
+        return rule
     if kind == "raise":
         return _raise(f)
     if kind == "identity":

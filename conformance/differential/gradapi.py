@@ -91,7 +91,31 @@ def _motif_post_hook(draw, g: Growth) -> None:
     _backward(draw, g, y)
 
 
-GRADAPI_MOTIFS = (_motif_tensor_hooks, _motif_post_hook)
+def _motif_retained_written(draw, g: Growth) -> None:
+    """y = op(x), retained; backward now and then; an in-place write to y or
+    through a view of it; one or two backward calls: .grad adds up, and is the
+    gradient of y's newest version (release-dependent for a view's write)."""
+    x = _hookable(draw, g)
+    ops = _fitting(FAMILIES["math"], g.pool[x])
+    y = _apply_op(draw, g, draw(_one_of(ops)), x, no_grad=False) if ops else None
+    if y is None or g.pool[y].base is not None or g.pool[y]._fn is None:
+        return
+    g.apply(Step("retain_grad", (y,)))
+    if draw(_BOOLS):
+        _backward(draw, g, y, retain=True)
+    target = y
+    if draw(_BOOLS):
+        view = draw(_one_of(("narrow", "getitem", "transpose", "select")))
+        target = _apply_op(draw, g, view, y, no_grad=False) or y
+    writes = _fitting(("mul_s_", "add_s_", "exp_", "neg_", "sin_"), g.pool[target])
+    if writes:
+        _apply_op(draw, g, draw(_one_of(writes)), target, no_grad=False)
+    _backward(draw, g, y, retain=draw(_BOOLS))
+    if draw(_BOOLS):
+        _backward(draw, g, y)
+
+
+GRADAPI_MOTIFS = (_motif_tensor_hooks, _motif_post_hook, _motif_retained_written)
 
 
 # ---- attribution ----------------------------------------------------------------
@@ -103,9 +127,36 @@ def _neutral(step: Step) -> Step:
 
 
 def attribute(f) -> str | None:
-    """The gradient-API rule a discrepancy breaks, or None when the program's
-    hooks do not matter to it (the program fails as well with every hook
-    made harmless) or it has none."""
+    """The gradient-API rule a discrepancy breaks, or None: hooks that do not
+    matter to it (the program fails as well with every hook made harmless),
+    or none, and no retained tensor written in place whose .grad is off."""
+    return _hooks_rule(f) or _retained_rule(f)
+
+
+def _retained_rule(f) -> str | None:
+    """A retained non-leaf whose .grad torch has but with other values, after
+    an in-place write to it or through a view of it since retain_grad()."""
+    if f.d.kind != "grad":
+        return None
+    i = f.d.tensors[0]
+    ours, theirs = f.run.observed[0][i], f.run.observed[1][i]
+    if ours.is_leaf is not False or ours.grad is None or theirs.grad is None:
+        return None
+    steps = f.steps[: f.d.step]
+    start = next(
+        (n for n, s in enumerate(steps) if s.op == "retain_grad" and s.tensors == (i,)), None
+    )
+    if start is None:
+        return None
+    me = f.run.oracle_pool[i]
+    for step in steps[start + 1 :]:
+        w = f._writes(step)
+        if w is not None and (w == i or f.run.oracle_pool[w].base is me):
+            return "grad.retain_grad_follows_writes"
+    return None
+
+
+def _hooks_rule(f) -> str | None:
     from conformance.differential.attribution import _fails_again
 
     if f.d.kind not in ("grad", "values", "raise"):

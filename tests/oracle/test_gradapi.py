@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oracle import Engine, ErrorKind
+from oracle import Engine, ErrorKind, Release
 
 from .helpers import raises
 
@@ -134,3 +134,40 @@ def test_autograd_grad_runs_no_post_accumulate_hook():
     g = eng.call("autograd_grad", [y, x, _leaf(eng, [1.0], False)], (True,))
     np.testing.assert_array_equal(g.values(), [3.0])
     assert x.grad is None
+
+
+def _retained(eng):
+    x = _leaf(eng, [1.0, 1.0, 1.0])
+    y = eng.call("mul_s", [x], (2.0,))
+    eng.call("retain_grad", [y])
+    return x, y
+
+
+def _backward3(eng, y):  # (y * 3).backward(ones), graph kept
+    one = _leaf(eng, [1.0, 1.0, 1.0], False)
+    eng.call("backward_g", [eng.call("mul_s", [y], (3.0,)), one], (True,))
+
+
+def test_a_retained_grad_accumulates_and_follows_a_write():
+    eng = Engine()
+    x, y = _retained(eng)
+    _backward3(eng, y)
+    np.testing.assert_array_equal(y.grad, [3.0, 3.0, 3.0])
+    eng.call("mul_s_", [y], (7.0,))
+    _backward3(eng, y)
+    np.testing.assert_array_equal(y.grad, [6.0, 6.0, 6.0])  # the newest y's: not * 7
+    np.testing.assert_array_equal(x.grad, [6.0 + 42.0] * 3)
+
+
+def test_a_retained_grad_follows_a_write_through_a_view_from_2_3():
+    eng = Engine()
+    x, y = _retained(eng)
+    eng.call("mul_s_", [eng.call("narrow", [y], (0, 0, 2))], (5.0,))
+    _backward3(eng, y)
+    np.testing.assert_array_equal(y.grad, [3.0, 3.0, 3.0])
+    np.testing.assert_array_equal(x.grad, [30.0, 30.0, 6.0])
+    old = Engine(Release(retain_grad_follows_view_writes=False))
+    x, y = _retained(old)
+    old.call("mul_s_", [old.call("narrow", [y], (0, 0, 2))], (5.0,))
+    _backward3(old, y)
+    np.testing.assert_array_equal(y.grad, [15.0, 15.0, 3.0])  # the version before the write
