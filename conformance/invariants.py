@@ -711,6 +711,16 @@ CATALOGUE: tuple[Invariant, ...] = (
         "to the new one",
         "torch/csrc/autograd/variable.cpp (update_tensor_hooks_on_new_gradfn)",
     ),
+    Invariant(
+        "grad.create_graph",
+        "With create_graph=True the gradients torch.autograd.grad returns (and .grad after "
+        "backward) are in a graph of their own where their formula reads a tensor that "
+        "requires grad: they require grad, backward through them gives second derivatives, "
+        "and the first graph is kept; without it they do not require grad.",
+        "create_graph (bool, optional): If ``True``, graph of the derivative will be "
+        "constructed, allowing to compute higher order derivative products.",
+        "torch/autograd/__init__.py (torch.autograd.grad, torch.autograd.backward)",
+    ),
 )
 
 INVARIANTS: dict[str, Invariant] = {inv.id: inv for inv in CATALOGUE}

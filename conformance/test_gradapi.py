@@ -182,3 +182,54 @@ def test_retained_grad_follows_writes_across_backward_calls(device, data):
                 step[:2] = round_to(step[:2] * c, dtype)
             want = round_to(want + step, dtype)
             expect_values("grad.retain_grad_follows_writes", y.grad, want, f"y.grad after {what}")
+
+
+_SECOND = {  # y = f(x): f, f' and f'' on numpy values
+    "x.exp()": (lambda x: x.exp(), np.exp, np.exp),
+    "x.sin()": (lambda x: x.sin(), np.cos, lambda x: -np.sin(x)),
+    "x * x": (lambda x: x * x, lambda x: 2 * x, lambda x: 2 + 0 * x),
+}
+
+
+def _small(dtype: str) -> st.SearchStrategy:
+    """Values in [-4, 4], sixteenths: exp, products and second derivatives
+    stay finite in float16."""
+    part = st.integers(-64, 64).map(lambda n: n / 16)
+    return st.builds(complex, part, part) if TORCH_DTYPES[dtype].is_complex else part
+
+
+@pytest.mark.invariant("grad.create_graph")
+@given(data=st.data())
+def test_create_graph_gives_gradients_in_a_graph(device, data):
+    """y = f(x): torch.autograd.grad(y, x, v, create_graph=True) is f'(x) * v
+    and requires grad, and its gradient against w is f''(x) * v * w; so does
+    x.grad after y.backward(v, create_graph=True). Without create_graph
+    neither requires grad. Values are checked in the real dtypes, flags in
+    every dtype that can require grad."""
+    ex = Example(data, device)
+    for dtype in ex.grad_dtypes():
+        real = not TORCH_DTYPES[dtype].is_complex
+        name = ex.draw(st.sampled_from(sorted(_SECOND)), f"y ({dtype})")
+        f, f1, f2 = _SECOND[name]
+        xv, v_np, w_np = (ex.draw(arrays(dtype, (3,), _small), n) for n in ("x", "v", "w"))
+        ex.record(dtype)
+        x = torch.tensor(xv, dtype=TORCH_DTYPES[dtype], device=device, requires_grad=True)
+        v, w = (torch.tensor(a, dtype=TORCH_DTYPES[dtype], device=device) for a in (v_np, w_np))
+        what = f"torch.autograd.grad({name}, x, v, create_graph=True), {dtype}"
+        with attributed_to("grad.create_graph", what):
+            (d,) = torch.autograd.grad(f(x), x, v, create_graph=True)
+        expect("grad.create_graph", d.requires_grad, f"{what} does not require grad")
+        expect("grad.create_graph", d.grad_fn is not None, f"{what} has no grad_fn")
+        if real:
+            expect_values("grad.create_graph", d, round_to(f1(xv), dtype) * v_np, what)
+        with attributed_to("grad.create_graph", f"backward through {what}"):
+            (dd,) = torch.autograd.grad(d, x, w)
+        if real:
+            want = round_to(f2(xv), dtype) * round_to(v_np * w_np, dtype)
+            expect_values("grad.create_graph", dd, want, f"second derivative, {what}")
+        with attributed_to("grad.create_graph", f"y.backward(v, create_graph=True), {dtype}"):
+            f(x).backward(v, create_graph=True)
+        expect("grad.create_graph", x.grad.requires_grad, "x.grad after create_graph")
+        with attributed_to("grad.create_graph", f"torch.autograd.grad({name}, x, v)"):
+            (plain,) = torch.autograd.grad(f(x), x, v)
+        expect("grad.create_graph", not plain.requires_grad, "a gradient without create_graph")

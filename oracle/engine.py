@@ -101,13 +101,15 @@ class Engine:
     @staticmethod
     def _node(spec: OpSpec, ts: list, p: tuple, edges: list, saves: dict, out: OTensor) -> Node:
         shapes, bwd = [t.shape for t in ts], spec.bwd
-        return Node(
+        node = Node(
             spec.name,
             edges,
             lambda g, sv, needs: bwd(g, sv, p, needs, shapes),
             (out.shape, out.dtype),
             saves,
         )
+        node.params = p  # (oracle.gradapi: create_graph reads pow's exponent)
+        return node
 
     @staticmethod
     def _saves(spec: OpSpec, ts: list, p: tuple, edges: list, copies: tuple) -> dict:
@@ -506,3 +508,18 @@ class Engine:
 
     def _op_register_post_hook(self, spec: OpSpec, ts: list, p: tuple) -> None:
         gradapi.register_post_hook(ts[0], gradapi.POST_HOOK_ROWS[spec.name][2], p[0])
+
+    def _op_grad_cg(self, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:
+        """torch.autograd.grad(out, inp, v, create_graph=True)[0]: the gradient, as
+        autograd_grad computes it (the graph kept), in a graph of its own when its
+        formula reads a tensor that requires grad (oracle.gradapi.double_node)."""
+        out, inp, v = ts
+        node = out.grad_fn()
+        d = self._op_autograd_grad(spec, ts, (True,))
+        if d is None:
+            return d
+        try:
+            d._fn = gradapi.double_node(node, inp, v, d)
+        except gradapi.NotModelled as why:
+            self.undefined = str(why)
+        return d

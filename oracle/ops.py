@@ -671,3 +671,14 @@ for _n, (_tpl, _p, _k) in gradapi.POST_HOOK_ROWS.items():
         returns=False,
         param_kinds=("scalar",) * len(_p),
     )
+# torch.autograd.grad(..., create_graph=True): the gradient in a graph of its own
+# where its formula reads a tensor that requires grad; modelled for one op of
+# gradapi.SECOND on the input, real dtypes (the graph is kept: retain_graph)
+_row(
+    "grad_cg",
+    3,
+    (),
+    "torch.autograd.grad({t0}, {t1}, {t2}, create_graph=True, allow_unused=True)[0]",
+    "grad_cg",
+    dtypes=("float",),
+)

@@ -1820,6 +1820,24 @@ def _():
     _replace_property("grad", getter=getter)
 
 
+@plant(
+    "create_graph_detached",
+    "grad.create_graph",
+    "torch.autograd.grad(..., create_graph=True) hands back gradients outside any graph",
+)
+def _():
+    torch = _torch()
+    original = torch.autograd.grad
+
+    def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, **k):
+        got = original(outputs, inputs, grad_outputs, retain_graph, create_graph, **k)
+        if not create_graph:
+            return got
+        return tuple(None if g is None else g.detach() for g in got)
+
+    torch.autograd.grad = grad
+
+
 # --- crashes, hangs and the suite's own errors (issue 13, issue 9 item 4) ------
 # These break no rule: they take the process down, hang, or break the suite's
 # own code, each only for some inputs. `breaks` names the test that must

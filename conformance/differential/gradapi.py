@@ -18,7 +18,8 @@ from conformance.differential.growth import (
     _graded,
     _leaf,
 )
-from oracle.gradapi import FACTORS, HOOK_ROWS, POST_HOOK_ROWS, TERMS
+from oracle.gradapi import FACTORS, HOOK_ROWS, POST_HOOK_ROWS, SECOND_OPS, TERMS
+from strategies.dtypes import DTYPES
 from strategies.programs import Step
 
 _VALUE_HOOKS = ("hook_mul", "hook_add")
@@ -115,7 +116,36 @@ def _motif_retained_written(draw, g: Growth) -> None:
         _backward(draw, g, y)
 
 
-GRADAPI_MOTIFS = (_motif_tensor_hooks, _motif_post_hook, _motif_retained_written)
+def _motif_double_backward(draw, g: Growth) -> None:
+    """out = op(x) for an op whose second derivative the model has; d =
+    torch.autograd.grad(out, x, v, create_graph=True); backward through d:
+    the second derivative reaches x.grad (d of a linear op has no graph:
+    backward raises); now and then a backward through out (the graph kept)."""
+    floats = tuple(d for d in g.dtypes if DTYPES[d].kind == "float" and DTYPES[d].can_require_grad)
+    if not floats:
+        return
+    g.apply(_leaf(draw, g, dtype=draw(_one_of(floats)), requires_grad=True, inference=False))
+    x = len(g.pool) - 1
+    out = _apply_op(draw, g, draw(_one_of(SECOND_OPS)), x, no_grad=False)
+    if out is None or out == x:
+        return
+    t = g.pool[out]
+    made = dict(shape=t.shape, dtype=t.dtype, device=t.device, requires_grad=False, inference=False)
+    g.apply(_leaf(draw, g, **made))
+    before = len(g.pool)
+    g.apply(Step("grad_cg", (out, x, len(g.pool) - 1)))
+    if len(g.pool) > before:
+        _backward(draw, g, len(g.pool) - 1)
+    if draw(_BOOLS):
+        _backward(draw, g, out)
+
+
+GRADAPI_MOTIFS = (
+    _motif_tensor_hooks,
+    _motif_post_hook,
+    _motif_retained_written,
+    _motif_double_backward,
+)
 
 
 # ---- attribution ----------------------------------------------------------------
@@ -130,7 +160,18 @@ def attribute(f) -> str | None:
     """The gradient-API rule a discrepancy breaks, or None: hooks that do not
     matter to it (the program fails as well with every hook made harmless),
     or none, and no retained tensor written in place whose .grad is off."""
-    return _hooks_rule(f) or _retained_rule(f)
+    return _create_graph_rule(f) or _hooks_rule(f) or _retained_rule(f)
+
+
+def _create_graph_rule(f) -> str | None:
+    """The result of create_graph (its values, flags), or a backward through it."""
+    op, kind = f.step.op, f.d.kind
+    if op == "grad_cg":
+        return None if kind == "raise" else "grad.create_graph"
+    if op not in ("backward", "backward_g") or kind not in ("grad", "raise"):
+        return None
+    made = {i for i, o in enumerate(f.origins) if o.op == "grad_cg"}
+    return "grad.create_graph" if made & f.ancestry(f.step.tensors[0]) else None
 
 
 def _retained_rule(f) -> str | None:

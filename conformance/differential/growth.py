@@ -117,7 +117,7 @@ class Growth:
                 else:
                     result = self.engine.call(step.op, tensors, step.params)
         except OracleError:
-            self.over = step.op in BACKWARD or step.op == "autograd_grad"
+            self.over = step.op in BACKWARD or step.op in ("autograd_grad", "grad_cg")
             return
         if self.engine.undefined:
             self.over = True

@@ -36,6 +36,7 @@ _SAYS = {
     "hook_none": "a hook on {0} that returns None: the gradient flows on unchanged",
     "hook_removed": "a hook on {0}, removed: it never runs",
     "post_hook_mul": "after each accumulation into {0}.grad: .grad scaled",
+    "grad_cg": "d{0}/d{1} given {2}, in a graph of its own (create_graph): no .grad changes",
 }
 
 

@@ -37,7 +37,7 @@ from strategies.dtypes import LARGEST_FINITE, UNIT_ROUNDOFF
 from strategies.programs import Leaf, Program, Step
 from strategies.tensors import TORCH_DTYPES
 
-BACKWARD_OPS = ("backward", "backward_g", "autograd_grad")
+BACKWARD_OPS = ("backward", "backward_g", "autograd_grad", "grad_cg")
 # Ops after which torch documents the result's strides.
 STRIDED_ORIGINS = ("leaf", "clone")
 
@@ -50,7 +50,7 @@ def retired_by(step: Step) -> set[int]:
     steals a gradient nobody else holds. Programs give backward a new tensor
     and never touch or compare it again.
     """
-    if step.op == "autograd_grad":  # (its gradient may come back as the result)
+    if step.op in ("autograd_grad", "grad_cg"):  # (its gradient may come back as the result)
         return {step.tensors[2]}
     if step.op == "set_grad":  # it is .grad now: backward accumulates into it in place
         return {step.tensors[1]}

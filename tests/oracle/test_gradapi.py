@@ -171,3 +171,77 @@ def test_a_retained_grad_follows_a_write_through_a_view_from_2_3():
     old.call("mul_s_", [old.call("narrow", [y], (0, 0, 2))], (5.0,))
     _backward3(old, y)
     np.testing.assert_array_equal(y.grad, [15.0, 15.0, 3.0])  # the version before the write
+
+
+def _second(op, params, xs, v, w):
+    """d = grad(op(x), x, v, create_graph=True); d.backward(w): (d, x.grad)."""
+    eng = Engine()
+    x = _leaf(eng, xs)
+    out = eng.call(op, [x], params)
+    d = eng.call("grad_cg", [out, x, _leaf(eng, v, False)])
+    if d.requires_grad:
+        eng.call("backward_g", [d, _leaf(eng, w, False)], (False,))
+    return d, x.grad
+
+
+def _numeric_second(f, xs, v, w, h=1e-5):
+    """w * v * f''(x) by central differences of f."""
+    xs = np.array(xs)
+    return np.array(w) * np.array(v) * (f(xs + h) - 2 * f(xs) + f(xs - h)) / h**2
+
+
+def test_create_graph_gives_second_derivatives():
+    xs, v, w = [0.3, -0.7, 1.1], [1.0, 2.0, -0.5], [0.5, 1.0, 3.0]
+    cases = [
+        ("exp", (), np.exp),
+        ("sin", (), np.sin),
+        ("cos", (), np.cos),
+        ("tanh", (), np.tanh),
+        ("sigmoid", (), lambda x: 1 / (1 + np.exp(-x))),
+        ("pow_s", (3,), lambda x: x**3),
+        ("pow_s", (2,), lambda x: x**2),
+        ("pow_s", (1,), lambda x: x),
+    ]
+    for op, params, f in cases:
+        d, grad = _second(op, params, xs, v, w)
+        assert d.requires_grad and not d.is_leaf, op
+        np.testing.assert_allclose(grad, _numeric_second(f, xs, v, w), rtol=1e-4, atol=1e-4)
+
+
+def test_a_gradient_outside_any_graph_for_linear_ops():
+    for op, params in (("mul_s", (3.0,)), ("neg", ()), ("pow_s", (0,))):
+        d, grad = _second(op, params, [1.0, 2.0], [1.0, 1.0], [1.0, 1.0])
+        assert not d.requires_grad and d.is_leaf and grad is None, op
+    eng = Engine()
+    x = _leaf(eng, [1.0])
+    d = eng.call("grad_cg", [eng.call("mul_s", [x], (3.0,)), x, _leaf(eng, [2.0], False)])
+    np.testing.assert_array_equal(d.values(), [6.0])
+    raises(E.NO_GRAD_FN, eng.call, "backward_g", [d, _leaf(eng, [1.0], False)], (False,))
+
+
+def test_create_graph_keeps_the_first_graph():
+    eng = Engine()
+    x = _leaf(eng, [0.5])
+    out = eng.call("exp", [x])
+    one = _leaf(eng, [1.0], False)
+    eng.call("grad_cg", [out, x, one])
+    eng.call("backward_g", [out, one], (False,))  # the graph was kept
+    np.testing.assert_allclose(x.grad, np.exp([0.5]))
+
+
+def test_backward_through_a_create_graph_gradient_frees_what_it_ran():
+    eng = Engine()
+    x = _leaf(eng, [0.5])
+    out = eng.call("tanh", [x])  # d reads tanh's result: through TanhBackward
+    one = _leaf(eng, [1.0], False)
+    d = eng.call("grad_cg", [out, x, one])
+    eng.call("backward_g", [d, _leaf(eng, [1.0], False)], (False,))
+    raises(E.BACKWARD_TWICE, eng.call, "backward_g", [out, one], (False,))
+    raises(E.BACKWARD_TWICE, eng.call, "backward_g", [d, _leaf(eng, [1.0], False)], (False,))
+    eng = Engine()
+    x = _leaf(eng, [0.5])
+    out = eng.call("sin", [x])  # d = v * cos(x): a node of its own
+    d = eng.call("grad_cg", [out, x, one])
+    eng.call("backward_g", [d, _leaf(eng, [1.0], False)], (False,))
+    eng.call("backward_g", [out, one], (False,))
+    np.testing.assert_allclose(x.grad, [-np.sin(0.5) + np.cos(0.5)])

@@ -22,7 +22,7 @@ clamp_ setitem setitem_s backward backward_g requires_grad_ retain_grad zero_gra
 narrow diagonal movedim swapaxes swapdims unflatten unfold as_strided mT T H mH adjoint
 unbind_k split_k split_with_sizes_k chunk_k tensor_split_k hsplit_k vsplit_k
 setitem_t index_put_ masked_fill_ index_add_ index_copy_ scatter_ autograd_grad set_grad""".split()
-NAMES += "hook_mul hook_add hook_none hook_removed post_hook_mul".split()  # gradapi
+NAMES += "hook_mul hook_add hook_none hook_removed post_hook_mul grad_cg".split()  # gradapi
 
 
 def test_every_op_has_one_consistent_row():
