@@ -389,8 +389,10 @@ class Engine:
         with np.errstate(all="ignore"):
             values = spec.fwd([op_values(x.values(), x.dtype) for x in ts], p, t.dtype)
         self._write(t, values)
-        if need:  # each saves its index (or mask) tensor: a second backward raises
-            saved["index"] = Saved(new_tensor(np.zeros(1), "int64", (1,)), copy=True)
+        if need:  # each saves its index (or mask) tensor: a second backward raises;
+            # index_add_ only for its source's gradient (self's is grad itself)
+            if spec.name != "index_add_" or edges[1] is not None:
+                saved["index"] = Saved(new_tensor(np.zeros(1), "int64", (1,)), copy=True)
             self._rebase(t, self._node(spec, ts, p, edges, saved, t))
         return None if not spec.returns else t
 
@@ -461,11 +463,11 @@ class Engine:
         if not inp.requires_grad:
             raise OracleError(ErrorKind.INPUT_NO_GRAD)
         target = inp.edge()
-        if any(t.retain_node is not None for t in self._retainers):
-            self.undefined = "retain_grad hooks under torch.autograd.grad: not modelled"
         grad = graph.validate(round_to(gout.values(), out.dtype), graph.target_meta(root))
         captured = [target]
-        notes = run_backward(root, grad, bool(p[0]), [], capture=captured)
+        # retain_grad hooks run on the nodes that run, the input's own included
+        # (measured on 2.13.0: a retained tensor off the path keeps its .grad)
+        notes = run_backward(root, grad, bool(p[0]), list(self._retainers), capture=captured)
         self.undefined = self.undefined or "; ".join(notes) or None
         if len(captured) == 1:
             return None  # allow_unused: out does not depend on inp
@@ -519,7 +521,7 @@ class Engine:
         if d is None:
             return d
         try:
-            d._fn = gradapi.double_node(node, inp, v, d)
+            d._fn = gradapi.double_node(node, out, inp, v, d)
         except gradapi.NotModelled as why:
             self.undefined = str(why)
         return d

@@ -111,15 +111,17 @@ def _pow2(x: np.ndarray, r: np.ndarray, p: tuple) -> np.ndarray:
     return np.zeros_like(x) if c in (0, 1) else c * (c - 1) * x ** (c - 2)
 
 
-# op -> its second derivative from (x, the result, params); None: its gradient
-# formula reads no tensor that requires grad (g * c, -g), so the gradient
-# create_graph returns is outside any graph
+# op -> the derivative of its gradient formula g * f'(...) with respect to what
+# the formula reads, per unit of g: of x (sin, cos, pow: op''(x)), or of op's
+# result r (exp, tanh, sigmoid: the formula reads r, so the gradient's graph
+# runs on through op's own node). None: the formula reads no tensor that
+# requires grad (g * c, -g), and the gradient is outside any graph
 SECOND: dict[str, object] = {
-    "exp": lambda x, r, p: r,
+    "exp": lambda x, r, p: np.ones_like(r),  # g * r
     "sin": lambda x, r, p: -np.sin(x),
     "cos": lambda x, r, p: -np.cos(x),
-    "tanh": lambda x, r, p: -2 * r * (1 - r * r),
-    "sigmoid": lambda x, r, p: (r - r * r) * (1 - 2 * r),
+    "tanh": lambda x, r, p: -2 * r,  # g * (1 - r * r)
+    "sigmoid": lambda x, r, p: 1 - 2 * r,  # g * (r - r * r)
     "pow_s": _pow2,
     "mul_s": None,
     "neg": None,
@@ -128,15 +130,16 @@ SECOND: dict[str, object] = {
 SECOND_OPS = tuple(SECOND)
 
 
-def double_node(node: object, inp: object, v: object, d: object) -> object | None:
+def double_node(node: object, out: object, inp: object, v: object, d: object) -> object | None:
     """The grad_fn of d = dout/dinp * v, for out = op(inp) with op in SECOND
     (real dtypes): backward through d gives gg * v * op''(inp) to inp; None
     where d is outside any graph (a linear op, or pow with exponent 0).
 
     Its graph saves v, and inp where op's formula reads it (cos(x) for sin: a
     node of its own, saving x now); where the formula reads op's result (exp,
-    tanh, sigmoid) it runs through op's own node, which reads its saved result
-    then and is freed with it (`inner`)."""
+    tanh, sigmoid) its edge is op's own node (the gradient with respect to the
+    result goes there; that node runs once, whichever way it is reached, and
+    is freed as any node is)."""
     from .graph import Node, Saved
 
     edges = getattr(node, "edges", ())
@@ -150,17 +153,21 @@ def double_node(node: object, inp: object, v: object, d: object) -> object | Non
     saved = {"grad": Saved(v, copy=True)}
     if "self" in node.saved:
         saved["self"] = Saved(inp)
-    inner = node if "result" in node.saved else None
+    through_result = "result" in node.saved
+    if node.name in ("tanh", "sigmoid"):  # saved again, on its own (their backward's
+        saved["result"] = Saved(out, output=True)  # backward saves it; exp's g * r does not)
+    zero = node.name == "pow_s" and params[0] == 1  # x.pow(0)'s gradient: zeros, never nan
 
     def backward(gg: np.ndarray, sv: dict, needs: list) -> list:
-        result = node.saved["result"].unpack() if inner is not None else None
+        if zero:
+            return [np.zeros_like(gg)]
+        result = sv.get("result", np.ones_like(gg))
         return [gg * sv["grad"] * second(sv.get("self"), result, params)]
 
     return Node(
         f"{node.name}_backward_backward",
-        [inp.edge()],
+        [node if through_result else inp.edge()],
         backward,
         (d.shape, d.dtype),
         saved,
-        inner=inner,
     )

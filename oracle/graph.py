@@ -263,6 +263,8 @@ def run_backward(
         g, g_is_root = buffers.pop(id(node)), is_root.pop(id(node))
         g, hooked = gradapi.pre_hooks(node, g, node.out[1] if node.out else None)
         g_is_root = g_is_root and not hooked  # (a hook's result is no longer backward's own)
+        for t in hooks.get(id(node), ()):  # retain_grad hooks see the node's input
+            t.add_grad(g, node.out[1])
         if capture is not None and node is capture[0]:
             capture.append(g)
             continue
@@ -274,8 +276,6 @@ def run_backward(
                 node.leaf.add_grad(g, node.out[1])
             gradapi.post_accumulate_hooks(node.leaf)
             continue
-        for t in hooks.get(id(node), ()):  # retain_grad hooks see the node's input
-            t.add_grad(g, node.out[1])
         grads = node.apply(g)
         if not keep_graph:
             node.release()
