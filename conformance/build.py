@@ -150,6 +150,16 @@ DIFFERENCES: dict[str, ReleaseDifference] = {
             "not found upstream; seen on the release wheels",
         ),
         ReleaseDifference(
+            "retain_grad_stays_before_view_write",
+            "<2.3",
+            "a retained tensor written in place through a view of it keeps its retain_grad "
+            "hook on its grad_fn before the write: .grad is the gradient of that older version",
+            "the hook moves to the new grad_fn (CopySlices): .grad is the gradient of the "
+            "tensor's newest version, as after a write to the tensor itself",
+            "https://github.com/pytorch/pytorch/pull/117552 "
+            "(for https://github.com/pytorch/pytorch/issues/117366)",
+        ),
+        ReleaseDifference(
             "version_counter_setter",
             "<2.7",
             "torch._C._autograd._unsafe_set_version_counter(tensor, int)",
@@ -175,6 +185,9 @@ def oracle_release(release: Version = RELEASE) -> Release:
         resize_bumps_version=not has_older("resize_skips_version_bump", release),
         foreach_inplace_recorded=not has_older("foreach_inplace_unrecorded", release),
         copy_resolves_bits_of_same_memory=not has_older("copy_same_memory_ignores_bits", release),
+        retain_grad_follows_view_writes=not has_older(
+            "retain_grad_stays_before_view_write", release
+        ),
     )
 
 

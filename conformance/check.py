@@ -76,6 +76,8 @@ ERROR_CLASSES: dict[str, tuple[str, ...]] = {
         "Tensor must have a storage_offset divisible by 2",
         "Input tensor must have one or more dimensions",
     ),
+    "HOOK_NO_GRAD": ("cannot register a hook on a tensor that doesn't require gradient",),
+    "POST_HOOK_NON_LEAF": ("post accumulate grad hooks cannot be registered on non-leaf",),
 }
 
 

@@ -895,6 +895,55 @@ CATALOGUE: tuple[Invariant, ...] = (
         "ensure that the gradient and the tensor are the same size",
         "torch/csrc/autograd/python_variable.cpp (THPVariable_set_grad)",
     ),
+    Invariant(
+        "grad.hook_replaces_gradient",
+        "A hook registered with x.register_hook that returns a tensor replaces the gradient "
+        "of x: that one flows on through x's grad_fn and reaches .grad (of a leaf, or a "
+        "retained x); a hook that returns None leaves it as it was.",
+        "The hook should not modify its argument, but it can optionally return a new gradient "
+        "which will be used in place of :attr:`grad`.",
+        "torch/_tensor.py (Tensor.register_hook)",
+    ),
+    Invariant(
+        "grad.hooks_run_in_order",
+        "Hooks registered on one tensor run in registration order, each on the result of the "
+        "one before; a hook whose handle was removed does not run.",
+        "If multiple hooks of the same type are registered on the same Tensor or Node they are "
+        "executed in the order in which they are registered. Hooks that are executed later can "
+        "observe the modifications to the gradient made by earlier hooks.",
+        "docs/source/notes/autograd.rst (Backward Hooks execution)",
+    ),
+    Invariant(
+        "grad.post_accumulate_hook",
+        "A hook registered with x.register_post_accumulate_grad_hook runs once per backward "
+        "that reaches the leaf x, after its .grad was accumulated, and sees (and may replace) "
+        "that .grad; registering one on a non-leaf raises.",
+        "The hook will be called after all gradients for a tensor have been accumulated, "
+        "meaning that the .grad field has been updated on that tensor. [...] Registering this "
+        "hook on a non-leaf tensor will error!",
+        "torch/_tensor.py (Tensor.register_post_accumulate_grad_hook)",
+        versions=">=2.1",
+    ),
+    Invariant(
+        "grad.retain_grad_follows_writes",
+        "A retained non-leaf's .grad adds up over backward calls; after an in-place write to "
+        "it, or (from torch 2.3) through a view of it, .grad is the gradient of its newest "
+        "version (before 2.3, a write through a view leaves it the gradient of the version "
+        "before the write).",
+        "If there is a retains_grad hook registered, move that from the old cpp_hooks_list_ "
+        "to the new one",
+        "torch/csrc/autograd/variable.cpp (update_tensor_hooks_on_new_gradfn)",
+    ),
+    Invariant(
+        "grad.create_graph",
+        "With create_graph=True the gradients torch.autograd.grad returns (and .grad after "
+        "backward) are in a graph of their own where their formula reads a tensor that "
+        "requires grad: they require grad, backward through them gives second derivatives, "
+        "and the first graph is kept; without it they do not require grad.",
+        "create_graph (bool, optional): If ``True``, graph of the derivative will be "
+        "constructed, allowing to compute higher order derivative products.",
+        "torch/autograd/__init__.py (torch.autograd.grad, torch.autograd.backward)",
+    ),
 )
 
 INVARIANTS: dict[str, Invariant] = {inv.id: inv for inv in CATALOGUE}

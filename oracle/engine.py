@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from . import geometry as geo
-from . import graph, modes, views, write_ops
+from . import gradapi, graph, modes, views, write_ops
 from .complex_views import ComplexViews, ReinterpretingViews, byte_overlap_status
 from .dtype_views import DtypeViews
 from .dtypes import DTYPES, differentiable, kind, op_values, round_to
@@ -119,13 +119,15 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
     @staticmethod
     def _node(spec: OpSpec, ts: list, p: tuple, edges: list, saves: dict, out: OTensor) -> Node:
         shapes, bwd = [t.shape for t in ts], spec.bwd
-        return Node(
+        node = Node(
             spec.name,
             edges,
             lambda g, sv, needs: bwd(g, sv, p, needs, shapes),
             (out.shape, out.dtype),
             saves,
         )
+        node.params = p  # (oracle.gradapi: create_graph reads pow's exponent)
+        return node
 
     @staticmethod
     def _saves(spec: OpSpec, ts: list, p: tuple, edges: list, copies: tuple) -> dict:
@@ -375,7 +377,8 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             return
         base = t.base
         base._fn = cs = copy_slices(base, t, node)
-        base.retain_node = cs if base.retain_node is not None else None
+        if self.release.retain_grad_follows_view_writes:  # (before 2.3: stays on the old node)
+            base.retain_node = cs if base.retain_node is not None else None
         t.grad_fn()  # torch regenerates the view's grad_fn right away
 
     def _op_inplace(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
@@ -428,8 +431,10 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         if written_back:
             self._check_write(t, None)
         self._write(t, values)
-        if need:  # each saves its index (or mask) tensor: a second backward raises
-            saved["index"] = Saved(new_tensor(np.zeros(1), "int64", (1,)), copy=True)
+        if need:  # each saves its index (or mask) tensor: a second backward raises;
+            # index_add_ only for its source's gradient (self's is grad itself)
+            if spec.name != "index_add_" or edges[1] is not None:
+                saved["index"] = Saved(new_tensor(np.zeros(1), "int64", (1,)), copy=True)
             self._rebase(t, self._node(spec, ts, p, edges, saved, t))
         return None if not spec.returns else t
 
@@ -518,11 +523,11 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         if not inp.requires_grad:
             raise OracleError(ErrorKind.INPUT_NO_GRAD)
         target = inp.edge()
-        if any(t.retain_node is not None for t in self._retainers):
-            self.undefined = "retain_grad hooks under torch.autograd.grad: not modelled"
         grad = graph.validate(round_to(gout.values(), out.dtype), graph.target_meta(root))
         captured = [target]
-        notes = run_backward(root, grad, bool(p[0]), [], capture=captured)
+        # retain_grad hooks run on the nodes that run, the input's own included
+        # (measured on 2.13.0: a retained tensor off the path keeps its .grad)
+        notes = run_backward(root, grad, bool(p[0]), list(self._retainers), capture=captured)
         self.undefined = self.undefined or "; ".join(notes) or None
         if len(captured) == 1:
             return None  # allow_unused: out does not depend on inp
@@ -558,3 +563,25 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
 
     def _op_zero_grad(self, spec: OpSpec, ts: list, p: tuple) -> None:
         ts[0].grad = None
+
+    # ---- the gradient APIs (oracle.gradapi) ------------------------------------------
+    def _op_register_hook(self, spec: OpSpec, ts: list, p: tuple) -> None:
+        gradapi.register_hook(ts[0], gradapi.HOOK_ROWS[spec.name][2], p[0] if p else None)
+
+    def _op_register_post_hook(self, spec: OpSpec, ts: list, p: tuple) -> None:
+        gradapi.register_post_hook(ts[0], gradapi.POST_HOOK_ROWS[spec.name][2], p[0])
+
+    def _op_grad_cg(self, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:
+        """torch.autograd.grad(out, inp, v, create_graph=True)[0]: the gradient, as
+        autograd_grad computes it (the graph kept), in a graph of its own when its
+        formula reads a tensor that requires grad (oracle.gradapi.double_node)."""
+        out, inp, v = ts
+        node = out.grad_fn()
+        d = self._op_autograd_grad(spec, ts, (True,))
+        if d is None:
+            return d
+        try:
+            d._fn = gradapi.double_node(node, out, inp, v, d)
+        except gradapi.NotModelled as why:
+            self.undefined = str(why)
+        return d

@@ -51,6 +51,8 @@ class ErrorKind(enum.Enum):
     NOT_COMPLEX = "is not implemented for tensors with non-complex dtypes"
     COMPLEX_LAYOUT = "Tensor must have a last dimension"
     DTYPE_VIEW_LAYOUT = "(different element sizes)"  # x.view(dtype)
+    HOOK_NO_GRAD = "cannot register a hook on a tensor that doesn't require gradient"
+    POST_HOOK_NON_LEAF = "post accumulate grad hooks cannot be registered on non-leaf tensors"
 
 
 # More stable substrings per kind; classify() tries these kinds first, in this order.

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import dtype_views, geometry
+from . import dtype_views, geometry, gradapi
 from .bits import apply_bits, between
 from .dtype_views import through_bytes
 from .dtypes import compute_dtype, op_values, round_to
@@ -293,6 +293,10 @@ def run_backward(
     while ready:
         node = heapq.heappop(ready)[2]
         g, g_is_root = buffers.pop(id(node)), is_root.pop(id(node))
+        g, hooked = gradapi.pre_hooks(node, g, node.out[1] if node.out else None)
+        g_is_root = g_is_root and not hooked  # (a hook's result is no longer backward's own)
+        for t in hooks.get(id(node), ()):  # retain_grad hooks see the node's input
+            t.add_grad(g, node.out[1])
         if capture is not None and node is capture[0]:
             capture.append(g)
             continue
@@ -302,9 +306,8 @@ def run_backward(
             except _Unpredictable:  # (usually stolen as it is)
                 notes.append("AccumulateGrad of a leaf whose `.data =` dropped dimensions")
                 node.leaf.add_grad(g, node.out[1])
+            gradapi.post_accumulate_hooks(node.leaf)
             continue
-        for t in hooks.get(id(node), ()):  # retain_grad hooks see the node's input
-            t.add_grad(g, node.out[1])
         grads = node.apply(g)
         if not keep_graph:
             node.release()

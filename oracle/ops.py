@@ -718,3 +718,43 @@ _row(
     returns=False,
     cross_dtype=True,
 )
+
+# --- the gradient APIs (oracle.gradapi): tensor hooks, post-accumulate-grad hooks ---
+from . import gradapi  # noqa: E402  (rows at the end: one anchor in this file)
+
+# Tensor.register_hook with a hook that scales or shifts the gradient, returns
+# None, or is removed at once; the hook is bound to the tensor's grad_fn now
+for _n, (_tpl, _p, _k) in gradapi.HOOK_ROWS.items():
+    _row(
+        _n,
+        1,
+        _p,
+        _tpl,
+        "register_hook",
+        dtypes=FC,
+        returns=False,
+        param_kinds=("scalar",) * len(_p),
+    )
+# Tensor.register_post_accumulate_grad_hook (torch 2.1 on): leaves only
+for _n, (_tpl, _p, _k) in gradapi.POST_HOOK_ROWS.items():
+    _row(
+        _n,
+        1,
+        _p,
+        _tpl,
+        "register_post_hook",
+        dtypes=FC,
+        returns=False,
+        param_kinds=("scalar",) * len(_p),
+    )
+# torch.autograd.grad(..., create_graph=True): the gradient in a graph of its own
+# where its formula reads a tensor that requires grad; modelled for one op of
+# gradapi.SECOND on the input, real dtypes (the graph is kept: retain_graph)
+_row(
+    "grad_cg",
+    3,
+    (),
+    "torch.autograd.grad({t0}, {t1}, {t2}, create_graph=True, allow_unused=True)[0]",
+    "grad_cg",
+    dtypes=("float",),
+)

@@ -43,6 +43,11 @@ class Release:
     # conjugate (negation) from 2.4; before, it took them for the same data and
     # wrote nothing (the version still went up).
     copy_resolves_bits_of_same_memory: bool = True
+    # A retained tensor written in place through one of its views: its .grad is
+    # the gradient of its newest version (the retain_grad hook moves to the
+    # CopySlices node) from 2.3; before, the hook stayed on the grad_fn it had
+    # before the write, and .grad was the gradient of that older version.
+    retain_grad_follows_view_writes: bool = True
 
 
 NEWEST = Release()

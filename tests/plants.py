@@ -2146,6 +2146,151 @@ def _():
     _replace_property("grad", setter=setter)
 
 
+# --- the gradient APIs (issue 10 item 3): hooks, retain_grad, create_graph -------
+
+
+def _hook_result_ignored(only=None) -> None:
+    def make(register_hook):
+        def patched(self, hook):
+            if only is not None and self.dtype != only():
+                return register_hook(self, hook)
+
+            def ignored(grad):
+                hook(grad)  # runs, but what it returns is dropped
+
+            return register_hook(self, ignored)
+
+        return patched
+
+    _replace("register_hook", make)
+
+
+@plant(
+    "hook_result_ignored",
+    "grad.hook_replaces_gradient",
+    "a tensor hook runs, but the gradient it returns is dropped",
+)
+def _():
+    _hook_result_ignored()
+
+
+@plant(
+    "hook_result_ignored@float16",
+    "grad.hook_replaces_gradient",
+    "a float16 tensor's hook runs, but the gradient it returns is dropped",
+)
+def _():
+    _hook_result_ignored(lambda: _torch().float16)
+
+
+@plant(
+    "hooks_reverse_order",
+    "grad.hooks_run_in_order",
+    "the hooks of one tensor run last registered first",
+)
+def _():
+    hooks_of = _Registry()
+
+    def make(register_hook):
+        def patched(self, hook):
+            hooks = hooks_of.get(self)
+            if hooks is None:
+                hooks = []
+                hooks_of.put(self, hooks)
+
+                def run_reversed(grad):
+                    for h in reversed(list(hooks)):
+                        out = h(grad)
+                        grad = grad if out is None else out
+                    return grad
+
+                register_hook(self, run_reversed)
+            hooks.append(hook)
+
+            class Handle:
+                def remove(self) -> None:
+                    if any(h is hook for h in hooks):
+                        hooks.remove(hook)
+
+            return Handle()
+
+        return patched
+
+    _replace("register_hook", make)
+
+
+@plant(
+    "post_hook_before_accumulation",
+    "grad.post_accumulate_hook",
+    "a post-accumulate-grad hook runs before the gradient is accumulated into .grad",
+)
+def _():
+    def make(register_post_hook):
+        def patched(self, hook):
+            if self.grad_fn is not None:  # (non-leaves are still refused)
+                return register_post_hook(self, hook)
+            return self.register_hook(lambda grad: (hook(self), None)[1])  # before AccumulateGrad
+
+        return patched
+
+    _replace("register_post_accumulate_grad_hook", make)
+
+
+@plant(
+    "retain_grad_ignores_writes",
+    "grad.retain_grad_follows_writes",
+    "after an in-place write to a retained tensor (or through a view of it), .grad stays "
+    "the gradient of the version retain_grad() saw",
+)
+def _():
+    retained = _Registry()  # tensor -> [its grad_fn at retain_grad(), what reached that]
+
+    def make(retain_grad):
+        def patched(self):
+            retain_grad(self)
+            if self.grad_fn is not None and retained.get(self) is None:
+                entry = [self.grad_fn, None]
+                retained.put(self, entry)
+
+                def record(grad):
+                    entry[1] = grad.detach().clone() if entry[1] is None else entry[1] + grad
+
+                self.register_hook(record)  # bound to that grad_fn for good
+
+        return patched
+
+    _replace("retain_grad", make)
+
+    def getter(get):
+        def grad(self):
+            entry = retained.get(self)
+            if entry is not None and self.grad_fn is not entry[0]:  # written since
+                return entry[1]
+            return get(self)
+
+        return grad
+
+    _replace_property("grad", getter=getter)
+
+
+@plant(
+    "create_graph_detached",
+    "grad.create_graph",
+    "torch.autograd.grad(..., create_graph=True) hands back gradients outside any graph",
+)
+def _():
+    torch = _torch()
+    original = torch.autograd.grad
+
+    def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, **k):
+        got = original(outputs, inputs, grad_outputs, retain_graph, create_graph, **k)
+        if not create_graph:
+            return got
+        return tuple(None if g is None else g.detach() for g in got)
+
+    torch.autograd.grad = grad
+
+
 # --- crashes, hangs and the suite's own errors (issue 13, issue 9 item 4) ------
 # These break no rule: they take the process down, hang, or break the suite's
 # own code, each only for some inputs. `breaks` names the test that must

@@ -24,12 +24,13 @@ from conformance.compiled.ops import COMPILE_OPS, namespace
 from conformance.differential.torch_calls import call_source
 from conformance.differential.torch_calls import compiled as torch_call
 from oracle import OPS
+from oracle.gradapi import GRADAPI_OPS
 from strategies.programs import Leaf, Program
 from strategies.tensors import TORCH_DTYPES
 
 # steps that run backward start the eager tail: torch.autograd.grad too (its
 # result may be None, never a compiled program's output)
-BACKWARD = ("backward", "backward_g", "autograd_grad")
+BACKWARD = ("backward", "backward_g", "autograd_grad", *GRADAPI_OPS)  # gradapi: eager
 ALIASED_INPUTS = "aliased inputs"
 
 

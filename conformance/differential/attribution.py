@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from conformance.differential import writes
+from conformance.differential import gradapi, writes
 from conformance.differential.function_rules import function_rule
 from conformance.differential.index_params import INDEX_WRITES
 from conformance.differential.lockstep import Discrepancy, Run, execute
@@ -128,6 +128,8 @@ RAISED = {
     "NOT_COMPLEX": "view.complex_reinterprets",
     "COMPLEX_LAYOUT": "view.complex_reinterprets",
     "DTYPE_VIEW_LAYOUT": "view.dtype_reinterprets",
+    "HOOK_NO_GRAD": "grad.hook_replaces_gradient",
+    "POST_HOOK_NON_LEAF": "grad.post_accumulate_hook",
 }
 
 
@@ -287,6 +289,8 @@ def attribute(run: Run, d: Discrepancy) -> str:
         return written
     if kind in _HISTORY_KINDS and any(n <= d.step for n in run.unrecorded_view_writes):
         return "view.inplace_updates_base_grad"
+    if (rule := gradapi.attribute(f)) is not None:  # hooks, retain_grad: before the rest
+        return rule
     if kind == "raise":
         return _raise(f)
     if kind == "identity":

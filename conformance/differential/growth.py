@@ -21,6 +21,7 @@ from conformance.differential.lockstep import retired_by
 from conformance.differential.modes import oracle_mode
 from conformance.differential.view_params import CHOSEN, view_params
 from oracle import OPS, Engine, OracleError, OTensor
+from oracle.gradapi import GRADAPI_OPS
 from strategies.dtypes import DTYPES, seeded_values
 from strategies.programs import (
     Leaf,
@@ -51,7 +52,7 @@ def _family(name: str) -> str:
         return "autograd" if name in AUTOGRAD else "backward"
     if name in INDEX_WRITES:
         return "index"
-    if name == "autograd_grad":  # three operands: only its motif makes it
+    if name == "autograd_grad" or name in GRADAPI_OPS:  # only their motifs make them
         return "gradapi"
     if name.startswith(("fn_", "sin_hooked_")):  # custom Functions, hooks: their motifs
         return "function"
@@ -125,7 +126,7 @@ class Growth:
                 else:
                     result = self.engine.call(step.op, tensors, step.params)
         except OracleError:
-            self.over = step.op in BACKWARD or step.op == "autograd_grad"
+            self.over = step.op in BACKWARD or step.op in ("autograd_grad", "grad_cg")
             return
         if self.engine.undefined:
             self.over = True

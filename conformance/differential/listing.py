@@ -33,6 +33,12 @@ _SAYS = {
     "zero_grad": "{0}.grad = None",
     "set_grad": "{0}.grad is {1} (checked: shape, dtype, device)",
     "autograd_grad": "the gradient of {0} with respect to {1}, given {2}; no .grad changes",
+    "hook_mul": "a hook on {0}'s grad_fn (a leaf: on {0}): the gradient, scaled, flows on",
+    "hook_add": "a hook on {0}'s grad_fn (a leaf: on {0}): the gradient, shifted, flows on",
+    "hook_none": "a hook on {0} that returns None: the gradient flows on unchanged",
+    "hook_removed": "a hook on {0}, removed: it never runs",
+    "post_hook_mul": "after each accumulation into {0}.grad: .grad scaled",
+    "grad_cg": "d{0}/d{1} given {2}, in a graph of its own (create_graph): no .grad changes",
 }
 
 

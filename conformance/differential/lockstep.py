@@ -39,7 +39,7 @@ from strategies.dtypes import LARGEST_FINITE, UNIT_ROUNDOFF
 from strategies.programs import Leaf, Program, Step
 from strategies.tensors import TORCH_DTYPES
 
-BACKWARD_OPS = ("backward", "backward_g", "autograd_grad")
+BACKWARD_OPS = ("backward", "backward_g", "autograd_grad", "grad_cg")
 # Ops after which torch documents the result's strides.
 STRIDED_ORIGINS = ("leaf", "clone")
 
@@ -52,7 +52,7 @@ def retired_by(step: Step) -> set[int]:
     steals a gradient nobody else holds. Programs give backward a new tensor
     and never touch or compare it again.
     """
-    if step.op == "autograd_grad":  # (its gradient may come back as the result)
+    if step.op in ("autograd_grad", "grad_cg"):  # (its gradient may come back as the result)
         return {step.tensors[2]}
     if step.op == "set_grad":  # it is .grad now: backward accumulates into it in place
         return {step.tensors[1]}
@@ -427,8 +427,13 @@ def _compare_pool(
             return d
     for i in live:
         o, t = ours[i], theirs[i]
-        tol = max(tolerance(o.dtype), tolerance(run.oracle_pool[i].computed_in or o.dtype))
-        if not skip_values and not close(t.values, o.values, o.dtype, tol):
+        # a result cast into another dtype: the coarser tolerance of the two
+        tolerated = max(tolerance(o.dtype), tolerance(run.oracle_pool[i].computed_in or o.dtype))
+        if step.op in ("autograd_grad", "grad_cg") and run.origins[i].step == number:
+            fed = feeding(run, step)  # a gradient it returned: a .grad's tolerance
+            on_path = [ours[k] for k in fed if k < len(ours)]
+            tolerated = grad_tolerance(o.dtype, on_path, divisors_on_path(run, step, fed, ours))
+        if not skip_values and not close(t.values, o.values, o.dtype, tolerated):
             return found(
                 "values",
                 [i],

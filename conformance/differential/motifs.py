@@ -396,3 +396,6 @@ SURFACE_MOTIFS += (
 )
 SURFACE_MOTIFS += WRITE_MOTIFS  # out=, resize_, set_, _foreach_ (writes.py)
 SURFACE_MOTIFS += LAZY_MOTIFS  # conj(), _neg_view(), view_as_real()... (lazy_motifs.py)
+from conformance.differential.gradapi import GRADAPI_MOTIFS  # noqa: E402
+
+SURFACE_MOTIFS += GRADAPI_MOTIFS  # hooks, retain_grad, create_graph (gradapi.py)

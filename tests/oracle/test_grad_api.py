@@ -105,3 +105,20 @@ def test_every_path_to_the_input_is_summed():
     quotient = eng.call("div", [x, eng.call("squeeze", [eng.call("clone", [x])], (0,))])
     g = eng.call("autograd_grad", [quotient, x, _leaf(eng, [[1.0, 1.0]], False)], (False,))
     np.testing.assert_array_equal(g.values(), [[0.0, 0.0]])
+
+
+def test_autograd_grad_fills_retained_grads_on_the_nodes_that_run():
+    eng = Engine()
+    x = _leaf(eng, [1.0, 1.0])
+    a = eng.call("mul_s", [x], (2.0,))
+    eng.call("retain_grad", [a])
+    b = eng.call("mul_s", [a], (3.0,))
+    eng.call("retain_grad", [b])
+    side = eng.call("mul_s", [x], (5.0,))
+    eng.call("retain_grad", [side])
+    out = eng.call("add", [b, side])
+    g = eng.call("autograd_grad", [out, a, _leaf(eng, [1.0, 1.0], False)], (True,))
+    np.testing.assert_array_equal(g.values(), [3.0, 3.0])
+    np.testing.assert_array_equal(a.grad, [3.0, 3.0])  # the input's own node ran its hooks
+    np.testing.assert_array_equal(b.grad, [1.0, 1.0])
+    assert side.grad is None and x.grad is None  # off the path: nothing

@@ -26,6 +26,7 @@ fn_scale fn_mul_ fn_nondiff fn_view sin_hooked_detach sin_hooked_x2_x2
 add_out mul_out exp_out neg_out resize_ set_
 foreach_add_s_ foreach_mul_s_ foreach_add_l_ foreach_mul_l_
 conj neg_view resolve_conj resolve_neg view_as_real view_as_complex real imag view_dtype""".split()
+NAMES += "hook_mul hook_add hook_none hook_removed post_hook_mul grad_cg".split()  # gradapi
 
 
 def test_every_op_has_one_consistent_row():

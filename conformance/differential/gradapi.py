@@ -1,0 +1,229 @@
+"""The differential's gradient APIs: motifs that register tensor hooks and
+post-accumulate-grad hooks before a backward, and which of their rules a
+discrepancy breaks."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+
+from conformance.differential.choices import _BOOLS, _ints, _one_of
+from conformance.differential.growth import (
+    FAMILIES,
+    Growth,
+    _apply_op,
+    _backward,
+    _fitting,
+    _graded,
+    _leaf,
+)
+from oracle.gradapi import FACTORS, HOOK_ROWS, POST_HOOK_ROWS, SECOND_OPS, TERMS
+from strategies.dtypes import DTYPES
+from strategies.programs import Step
+
+_VALUE_HOOKS = ("hook_mul", "hook_add")
+
+
+def _hook_step(draw, index: int) -> Step:
+    op = draw(_one_of(("hook_mul", "hook_mul", "hook_add", "hook_none", "hook_removed")))
+    if op == "hook_none":
+        return Step(op, (index,), ())
+    return Step(op, (index,), (draw(_one_of(TERMS if op == "hook_add" else FACTORS)),))
+
+
+def _hookable(draw, g: Growth) -> int:
+    """A tensor that requires grad and is not a view: register_hook on a view
+    whose base was written in place crashes torch up to 2.14
+    (pytorch/pytorch#196459), so views are left out."""
+    x = _graded(draw, g)
+    t = g.pool[x]
+    if t.base is not None or t.inference:
+        g.apply(_leaf(draw, g, dtype=t.dtype, requires_grad=True, inference=False))
+        x = len(g.pool) - 1
+    return x
+
+
+def _motif_tensor_hooks(draw, g: Growth) -> None:
+    """y = op(x) (y retained now and then); one to three hooks on x or on y,
+    now and then an in-place write on y between them (hooks stay with the
+    grad_fn they were registered on); backward: the hooks' results are the
+    gradients that flow on and reach .grad."""
+    x = _hookable(draw, g)
+    ops = _fitting(FAMILIES["math"], g.pool[x])
+    y = _apply_op(draw, g, draw(_one_of(ops)), x, no_grad=False) if ops else None
+    if y is None or g.pool[y].base is not None or not g.pool[y].requires_grad:
+        y = x
+    if y != x and draw(_BOOLS):
+        g.apply(Step("retain_grad", (y,)))
+    target = draw(_one_of((x, y, y)))
+    for _ in range(draw(_ints(1, 3))):
+        g.apply(_hook_step(draw, target))
+        if target != x and not draw(_ints(0, 3)):
+            writes = _fitting(("mul_s_", "add_s_", "exp_", "neg_"), g.pool[target])
+            if writes:
+                _apply_op(draw, g, draw(_one_of(writes)), target, no_grad=False)
+    out = y
+    if draw(_BOOLS):
+        out = _apply_op(draw, g, draw(_one_of(("mul_s", "sum", "exp"))), y, no_grad=False) or y
+    _backward(draw, g, out)
+
+
+# torch 2.1 on; a build without it never draws the motif (the rule is skipped)
+HAS_POST_HOOKS = hasattr(torch.Tensor, "register_post_accumulate_grad_hook")
+
+
+def _motif_post_hook(draw, g: Growth) -> None:
+    """A post-accumulate-grad hook that scales .grad, on a leaf (or on a
+    non-leaf: refused), now and then a tensor hook too; then one or two
+    backward calls: each scales what was accumulated, once."""
+    if not HAS_POST_HOOKS:
+        return
+    x = _hookable(draw, g)
+    for _ in range(draw(_ints(1, 2))):
+        g.apply(Step("post_hook_mul", (x,), (draw(_one_of(FACTORS)),)))
+    if not draw(_ints(0, 3)):
+        g.apply(_hook_step(draw, x))
+    ops = _fitting(FAMILIES["math"], g.pool[x])
+    y = _apply_op(draw, g, draw(_one_of(ops)), x, no_grad=False) if ops else None
+    y = x if y is None else y
+    if draw(_BOOLS):
+        _backward(draw, g, y, retain=True)
+    _backward(draw, g, y)
+
+
+def _motif_retained_written(draw, g: Growth) -> None:
+    """y = op(x), retained; backward now and then; an in-place write to y or
+    through a view of it; one or two backward calls: .grad adds up, and is the
+    gradient of y's newest version (release-dependent for a view's write)."""
+    x = _hookable(draw, g)
+    ops = _fitting(FAMILIES["math"], g.pool[x])
+    y = _apply_op(draw, g, draw(_one_of(ops)), x, no_grad=False) if ops else None
+    if y is None or g.pool[y].base is not None or g.pool[y]._fn is None:
+        return
+    g.apply(Step("retain_grad", (y,)))
+    if draw(_BOOLS):
+        _backward(draw, g, y, retain=True)
+    target = y
+    if draw(_BOOLS):
+        view = draw(_one_of(("narrow", "getitem", "transpose", "select")))
+        target = _apply_op(draw, g, view, y, no_grad=False) or y
+    writes = _fitting(("mul_s_", "add_s_", "exp_", "neg_", "sin_"), g.pool[target])
+    if writes:
+        _apply_op(draw, g, draw(_one_of(writes)), target, no_grad=False)
+    _backward(draw, g, y, retain=draw(_BOOLS))
+    if draw(_BOOLS):
+        _backward(draw, g, y)
+
+
+def _motif_double_backward(draw, g: Growth) -> None:
+    """out = op(x) for an op whose second derivative the model has; d =
+    torch.autograd.grad(out, x, v, create_graph=True); backward through d:
+    the second derivative reaches x.grad (d of a linear op has no graph:
+    backward raises); now and then a backward through out (the graph kept)."""
+    floats = tuple(d for d in g.dtypes if DTYPES[d].kind == "float" and DTYPES[d].can_require_grad)
+    if not floats:
+        return
+    g.apply(_leaf(draw, g, dtype=draw(_one_of(floats)), requires_grad=True, inference=False))
+    x = len(g.pool) - 1
+    out = _apply_op(draw, g, draw(_one_of(SECOND_OPS)), x, no_grad=False)
+    if out is None or out == x:
+        return
+    t = g.pool[out]
+    made = dict(shape=t.shape, dtype=t.dtype, device=t.device, requires_grad=False, inference=False)
+    g.apply(_leaf(draw, g, **made))
+    before = len(g.pool)
+    g.apply(Step("grad_cg", (out, x, len(g.pool) - 1)))
+    if len(g.pool) > before:
+        _backward(draw, g, len(g.pool) - 1)
+    if draw(_BOOLS):
+        _backward(draw, g, out)
+
+
+GRADAPI_MOTIFS = (
+    _motif_tensor_hooks,
+    _motif_post_hook,
+    _motif_retained_written,
+    _motif_double_backward,
+)
+
+
+# ---- attribution ----------------------------------------------------------------
+def _neutral(step: Step) -> Step:
+    """The step with its hook made harmless (the same number of steps)."""
+    if step.op in HOOK_ROWS or step.op in POST_HOOK_ROWS:
+        return replace(step, op="hook_none", params=())
+    return step
+
+
+def attribute(f) -> str | None:
+    """The gradient-API rule a discrepancy breaks, or None: hooks that do not
+    matter to it (the program fails as well with every hook made harmless),
+    or none, and no retained tensor written in place whose .grad is off."""
+    return _create_graph_rule(f) or _hooks_rule(f) or _retained_rule(f)
+
+
+def _create_graph_rule(f) -> str | None:
+    """The result of create_graph (its values, flags), or a backward through it."""
+    op, kind = f.step.op, f.d.kind
+    if op == "grad_cg":
+        return None if kind == "raise" else "grad.create_graph"
+    if op not in ("backward", "backward_g") or kind not in ("grad", "raise"):
+        return None
+    made = {i for i, o in enumerate(f.origins) if o.op == "grad_cg"}
+    return "grad.create_graph" if made & f.ancestry(f.step.tensors[0]) else None
+
+
+def _retained_rule(f) -> str | None:
+    """A retained non-leaf whose .grad torch has but with other values, after
+    an in-place write to it or through a view of it since retain_grad()."""
+    if f.d.kind != "grad":
+        return None
+    i = f.d.tensors[0]
+    ours, theirs = f.run.observed[0][i], f.run.observed[1][i]
+    if ours.is_leaf is not False or ours.grad is None or theirs.grad is None:
+        return None
+    steps = f.steps[: f.d.step]
+    start = next(
+        (n for n, s in enumerate(steps) if s.op == "retain_grad" and s.tensors == (i,)), None
+    )
+    if start is None:
+        return None
+    me = f.run.oracle_pool[i]
+    for step in steps[start + 1 :]:
+        w = f._writes(step)
+        if w is not None and (w == i or f.run.oracle_pool[w].base is me):
+            return "grad.retain_grad_follows_writes"
+    return None
+
+
+def _hooks_rule(f) -> str | None:
+    from conformance.differential.attribution import _fails_again
+
+    if f.d.kind not in ("grad", "values", "raise"):
+        return None
+    steps = list(f.steps[: f.d.step + 1])
+    hooks = [n for n, s in enumerate(steps[:-1]) if s.op in HOOK_ROWS]
+    posts = [n for n, s in enumerate(steps[:-1]) if s.op in POST_HOOK_ROWS]
+    if f.d.kind == "raise" and steps[-1].op in (*HOOK_ROWS, *POST_HOOK_ROWS):
+        return None  # registering raised or not: RAISED names the rule
+    if not hooks and not posts:
+        return None
+
+    def variant(neutral: set[int]) -> list[Step]:
+        return [_neutral(s) if n in neutral else s for n, s in enumerate(steps)]
+
+    if _fails_again(f, variant(set(hooks) | set(posts))):
+        return None
+    if posts and (not hooks or _fails_again(f, variant(set(hooks)))):
+        return "grad.post_accumulate_hook"
+    # one value hook per tensor, the others made harmless (a removed one too):
+    # if it still fails, a single hook's result was lost; else their order was
+    first: dict[int, int] = {}
+    for n in hooks:
+        if steps[n].op in _VALUE_HOOKS:
+            first.setdefault(steps[n].tensors[0], n)
+    extra = {n for n in hooks if n not in first.values()}
+    if extra and not _fails_again(f, variant(extra | set(posts))):
+        return "grad.hooks_run_in_order"
+    return "grad.hook_replaces_gradient"

@@ -1,0 +1,173 @@
+"""The gradient APIs beyond backward and torch.autograd.grad: tensor hooks
+(register_hook), post-accumulate-grad hooks, and create_graph.
+
+A tensor hook is bound to the tensor's grad_fn when it is registered (a leaf's
+to the leaf itself): a later in-place write gives the tensor a new grad_fn,
+and the hooks registered before it stay with the old one (notes/autograd.rst,
+"Behavior of Tensor hooks when Tensor is modified in-place"). The engine runs
+a node's hooks on the gradient arriving at it, in registration order, each on
+the previous one's result (None: unchanged), before the retain_grad hooks and
+before the node itself; a leaf's hooks run before its AccumulateGrad, and its
+post-accumulate-grad hooks after it, on the tensor with its new .grad.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .dtypes import round_to
+from .errors import ErrorKind, OracleError
+
+# A hook: (what it does to the gradient, its constant). Rows: name -> (torch
+# template, params, kind). The templates are what the differential runs and
+# prints in its listings and repro scripts.
+HOOK_ROWS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "hook_mul": ("{t0}.register_hook(lambda g: g * {p0})", ("factor",), "mul"),
+    "hook_add": ("{t0}.register_hook(lambda g: g + {p0})", ("term",), "add"),
+    "hook_none": ("{t0}.register_hook(lambda g: None)", (), "none"),
+    # registered, then its handle removed at once: it must never run
+    "hook_removed": ("{t0}.register_hook(lambda g: g * {p0}).remove()", ("factor",), "removed"),
+}
+# torch.Tensor.register_post_accumulate_grad_hook (torch 2.1 on): the hook gets
+# the leaf after its .grad was accumulated; this one replaces .grad, scaled. It
+# also runs on a leaf that stopped requiring grad, whose .grad stays None
+POST_HOOK_ROWS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "post_hook_mul": (
+        "{t0}.register_post_accumulate_grad_hook("
+        "lambda t: t.grad is None or setattr(t, 'grad', t.grad * {p0}))",
+        ("factor",),
+        "mul",
+    ),
+}
+# ops only the gradapi motifs draw, and the compiled differential leaves to eager
+GRADAPI_OPS = (*HOOK_ROWS, *POST_HOOK_ROWS, "grad_cg")
+# the constants the differential draws: exact in every floating dtype
+FACTORS = (2.0, -0.5, 3.0, 0.25)
+TERMS = (1.0, -2.0, 0.5)
+
+
+def run_hook(kind: str, const: object, g: np.ndarray, dtype: str) -> np.ndarray | None:
+    """One hook's result on gradient g (of `dtype`), or None (g goes on unchanged)."""
+    if kind == "mul":
+        return round_to(g * const, dtype)
+    if kind == "add":
+        return round_to(g + const, dtype)
+    return None
+
+
+def pre_hooks(node: object, g: np.ndarray, dtype: str) -> tuple[np.ndarray, bool]:
+    """The tensor hooks bound to `node` (a Node, or an Accumulator: its leaf's),
+    run in order on g. Returns the gradient that goes on, and whether a hook
+    replaced it."""
+    owner = getattr(node, "leaf", node)
+    replaced = False
+    for kind, const in getattr(owner, "tensor_hooks", ()):
+        out = run_hook(kind, const, g, dtype)
+        if out is not None:
+            g, replaced = out, True
+    return g, replaced
+
+
+def post_accumulate_hooks(leaf: object) -> None:
+    """A leaf's post-accumulate-grad hooks, in order, once its .grad was accumulated."""
+    for kind, const in getattr(leaf, "post_hooks", ()):
+        if leaf.grad is not None:
+            out = run_hook(kind, const, leaf.grad, leaf.grad_dtype or leaf.dtype)
+            if out is not None:
+                leaf.grad = out
+
+
+def register_hook(t: object, kind: str, const: object) -> None:
+    """Tensor.register_hook: bound to t's grad_fn now, or to t itself for a leaf."""
+    if not t.requires_grad:
+        raise OracleError(ErrorKind.HOOK_NO_GRAD)
+    if kind == "removed":
+        return
+    fn = t.grad_fn()
+    owner = t if fn is None else fn
+    if not hasattr(owner, "tensor_hooks"):
+        owner.tensor_hooks = []
+    owner.tensor_hooks.append((kind, const))
+
+
+def register_post_hook(t: object, kind: str, const: object) -> None:
+    """Tensor.register_post_accumulate_grad_hook: leaves only."""
+    if not t.requires_grad:
+        raise OracleError(ErrorKind.HOOK_NO_GRAD)
+    if t.grad_fn() is not None:
+        raise OracleError(ErrorKind.POST_HOOK_NON_LEAF)
+    if not hasattr(t, "post_hooks"):
+        t.post_hooks = []
+    t.post_hooks.append((kind, const))
+
+
+# ---- create_graph: a gradient in a graph of its own --------------------------------
+class NotModelled(Exception):
+    """A create_graph gradient whose graph the model does not build."""
+
+
+def _pow2(x: np.ndarray, r: np.ndarray, p: tuple) -> np.ndarray:
+    c = p[0]
+    return np.zeros_like(x) if c in (0, 1) else c * (c - 1) * x ** (c - 2)
+
+
+# op -> the derivative of its gradient formula g * f'(...) with respect to what
+# the formula reads, per unit of g: of x (sin, cos, pow: op''(x)), or of op's
+# result r (exp, tanh, sigmoid: the formula reads r, so the gradient's graph
+# runs on through op's own node). None: the formula reads no tensor that
+# requires grad (g * c, -g), and the gradient is outside any graph
+SECOND: dict[str, object] = {
+    "exp": lambda x, r, p: np.ones_like(r),  # g * r
+    "sin": lambda x, r, p: -np.sin(x),
+    "cos": lambda x, r, p: -np.cos(x),
+    "tanh": lambda x, r, p: -2 * r,  # g * (1 - r * r)
+    "sigmoid": lambda x, r, p: 1 - 2 * r,  # g * (r - r * r)
+    "pow_s": _pow2,
+    "mul_s": None,
+    "neg": None,
+}
+# ops whose create_graph gradient the differential draws (real dtypes)
+SECOND_OPS = tuple(SECOND)
+
+
+def double_node(node: object, out: object, inp: object, v: object, d: object) -> object | None:
+    """The grad_fn of d = dout/dinp * v, for out = op(inp) with op in SECOND
+    (real dtypes): backward through d gives gg * v * op''(inp) to inp; None
+    where d is outside any graph (a linear op, or pow with exponent 0).
+
+    Its graph saves v, and inp where op's formula reads it (cos(x) for sin: a
+    node of its own, saving x now); where the formula reads op's result (exp,
+    tanh, sigmoid) its edge is op's own node (the gradient with respect to the
+    result goes there; that node runs once, whichever way it is reached, and
+    is freed as any node is)."""
+    from .graph import Node, Saved
+
+    edges = getattr(node, "edges", ())
+    if node is None or node.name not in SECOND or len(edges) != 1 or edges[0] is not inp.edge():
+        raise NotModelled("create_graph through anything but one op of oracle.gradapi.SECOND")
+    second, params = SECOND[node.name], getattr(node, "params", ())
+    if second is None or (node.name == "pow_s" and params[0] == 0):
+        return None
+    if np.iscomplexobj(d.values()):
+        raise NotModelled("create_graph of a complex gradient")
+    saved = {"grad": Saved(v, copy=True)}
+    if "self" in node.saved:
+        saved["self"] = Saved(inp)
+    through_result = "result" in node.saved
+    if node.name in ("tanh", "sigmoid"):  # saved again, on its own (their backward's
+        saved["result"] = Saved(out, output=True)  # backward saves it; exp's g * r does not)
+    zero = node.name == "pow_s" and params[0] == 1  # x.pow(0)'s gradient: zeros, never nan
+
+    def backward(gg: np.ndarray, sv: dict, needs: list) -> list:
+        if zero:
+            return [np.zeros_like(gg)]
+        result = sv.get("result", np.ones_like(gg))
+        return [gg * sv["grad"] * second(sv.get("self"), result, params)]
+
+    return Node(
+        f"{node.name}_backward_backward",
+        [node if through_result else inp.edge()],
+        backward,
+        (d.shape, d.dtype),
+        saved,
+    )
