@@ -163,6 +163,8 @@ def tokens_of(program: Program) -> list[CStep]:
     pool: list[torch.Tensor] = []
     out: list[CStep] = []
     for step in program.steps:
+        if step.op == "grad_cg":  # aot_autograd does not support double backward: cut
+            break
         cstep = CStep(step.op, step.tensors, step.params, step.no_grad, None, step.leaf)
         try:
             if step.op == "leaf":
