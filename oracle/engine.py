@@ -466,7 +466,8 @@ class Engine(FunctionOps):
             self.undefined = "retain_grad hooks under torch.autograd.grad: not modelled"
         grad = graph.validate(round_to(gout.values(), out.dtype), graph.target_meta(root))
         captured = [target]
-        notes = run_backward(root, grad, bool(p[0]), [], capture=captured)
+        # retain_grad hooks fire on the nodes that run and on the input itself (2.13)
+        notes = run_backward(root, grad, bool(p[0]), list(self._retainers), capture=captured)
         self.undefined = self.undefined or "; ".join(notes) or None
         if len(captured) == 1:
             return None  # allow_unused: out does not depend on inp

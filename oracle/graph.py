@@ -262,6 +262,8 @@ def run_backward(
         node = heapq.heappop(ready)[2]
         g, g_is_root = buffers.pop(id(node)), is_root.pop(id(node))
         if capture is not None and node is capture[0]:
+            for t in hooks.get(id(node), ()):  # the input's own retain_grad hook
+                t.add_grad(g, node.out[1])
             capture.append(g)
             continue
         if isinstance(node, Accumulator):
