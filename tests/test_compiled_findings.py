@@ -279,6 +279,25 @@ CASES += [
         False,
     ),
 ]
+NONDIFF = (
+    "AssertionError: aot_autograd() does not yet handle non-differentiable view input "
+    "mutations. input 0 (t1) and input 1 (t0) share storage but are not differentiable views "
+    "of each other."
+)
+ANY_LEAF = "AssertionError: any_leaf=True != all_leaf=False for outer_indices=[0, 1]"
+CASES += [
+    ("compile.raises", {"detach", "mul_s_", ALIASED}, _raised(QUIET, _backend(NONDIFF)), True),
+    ("compile.raises", {"detach", "mul_s_"}, _raised(QUIET, _backend(NONDIFF)), False),
+    ("compile.raises", {"detach", "mul_s_", ALIASED}, _raised(QUIET, _backend(SET_)), False),
+    (
+        "compile.raises",
+        {"getitem", "graph_break", "exp_"},
+        _raised(QUIET, _backend(ANY_LEAF)),
+        True,
+    ),
+    ("compile.raises", {"getitem", "exp_", ALIASED}, _raised(QUIET, _backend(ANY_LEAF)), False),
+    ("compile.raises", {"getitem", "graph_break", "exp_"}, _raised(QUIET, _backend(NUMEL)), False),
+]
 
 
 @pytest.mark.parametrize("invariant, ops, text, known", CASES)
