@@ -233,6 +233,72 @@ CASES = [
     ("compile.raises", {"setitem"}, _raised(VIEW_ERROR, "compiled " + LEAF_ERROR), False),
 ]
 
+# triaged from the ten-seed ci sweep after the surface merge (seeds 1, 3, 9)
+LEAF_VIEW_WRITE = _raised(
+    QUIET,
+    "compiled raised INPLACE_ON_LEAF_VIEW (RuntimeError: a view of a leaf Variable that "
+    "requires grad is being used in an in-place operation.)",
+)
+DOUBLE = (
+    "[compile.raises] eager and aot_eager differ at the eager step after it, 1: eager did not "
+    "raise; compiled raised unclassified RuntimeError (RuntimeError: torch.compile with "
+    "aot_autograd does not currently support double backward)"
+)
+CONJ = _raised(
+    QUIET,
+    "compiled raised UNRESOLVED_CONJ (BackendCompilerFailed: RuntimeError: view_as_real doesn't "
+    "work on unresolved conjugated tensors.  To resolve the conjugate tensor so you can view it "
+    "as real, use self.resolve_conj(); however, be warned that the resulting tensor will NOT "
+    "alias the original.)",
+)
+CASES += [
+    ("compile.raises", {"getitem", "graph_break", "data", "sub_"}, LEAF_VIEW_WRITE, True),
+    ("compile.raises", {"getitem", "data", "sub_"}, LEAF_VIEW_WRITE, False),
+    ("compile.raises", {"getitem", "graph_break", "sub_"}, LEAF_VIEW_WRITE, False),
+    (
+        "compile.raises",
+        {"getitem", "graph_break", "data", "sub_"},
+        _raised("raised INPLACE_ON_LEAF (...)", "compiled raised INPLACE_ON_LEAF_VIEW (...)"),
+        False,
+    ),
+    ("compile.raises", {"cos", "grad_cg", "backward_g"}, DOUBLE, True),
+    ("compile.raises", {"cos", "autograd_grad", "backward_g"}, DOUBLE, False),
+    (
+        "compile.raises",
+        {"cos", "grad_cg", "backward_g"},
+        DOUBLE.replace("does not currently support double backward", "other"),
+        False,
+    ),
+    ("compile.raises", {"mul_s", "conj", "real", "add_"}, CONJ, True),
+    ("compile.raises", {"mul_s", "conj", "add_"}, CONJ, False),
+    ("compile.raises", {"view_as_real", "conj", "add_"}, CONJ, False),
+    (
+        "compile.raises",
+        {"mul_s", "conj", "real", "add_"},
+        _raised(QUIET, "compiled raised INDEX_OUT_OF_RANGE (BackendCompilerFailed: ...)"),
+        False,
+    ),
+]
+NONDIFF = (
+    "AssertionError: aot_autograd() does not yet handle non-differentiable view input "
+    "mutations. input 0 (t1) and input 1 (t0) share storage but are not differentiable views "
+    "of each other."
+)
+ANY_LEAF = "AssertionError: any_leaf=True != all_leaf=False for outer_indices=[0, 1]"
+CASES += [
+    ("compile.raises", {"detach", "mul_s_", ALIASED}, _raised(QUIET, _backend(NONDIFF)), True),
+    ("compile.raises", {"detach", "mul_s_"}, _raised(QUIET, _backend(NONDIFF)), False),
+    ("compile.raises", {"detach", "mul_s_", ALIASED}, _raised(QUIET, _backend(SET_)), False),
+    (
+        "compile.raises",
+        {"getitem", "graph_break", "exp_"},
+        _raised(QUIET, _backend(ANY_LEAF)),
+        True,
+    ),
+    ("compile.raises", {"getitem", "exp_", ALIASED}, _raised(QUIET, _backend(ANY_LEAF)), False),
+    ("compile.raises", {"getitem", "graph_break", "exp_"}, _raised(QUIET, _backend(NUMEL)), False),
+]
+
 
 @pytest.mark.parametrize("invariant, ops, text, known", CASES)
 def test_the_shipped_compile_entries_cover_their_class_only(invariant, ops, text, known):
@@ -309,4 +375,22 @@ def test_mm_of_a_tensor_that_is_not_2d_raises_alike_compiled(shapes):
     )
     eager, compiled = execute(program, None), execute(program, AOT_EAGER)
     assert eager.outcomes[0].error == compiled.outcomes[0].error == "SHAPE_MISMATCH"
+    assert compare(program, eager, compiled) is None
+
+
+def test_a_view_the_strides_cannot_give_raises_alike_compiled():
+    # eager: "view size is not compatible with input tensor's size and
+    # stride"; the decomposition Dynamo runs on fake tensors: "Cannot view a
+    # tensor with shape ... as a tensor with shape", in TorchRuntimeError.
+    # Both are VIEW_INCOMPATIBLE (seed 6 of the ci sweep).
+    program = CompiledProgram(
+        args=(_leaf(0, np.ones((2, 2, 3, 3)), requires_grad=True),),
+        body=(
+            CStep("clone", (0,), out=1),
+            CStep("movedim", (1,), (3, -4), out=2),
+            CStep("view", (2,), ((6, 2, 3),)),
+        ),
+    )
+    eager, compiled = execute(program, None), execute(program, AOT_EAGER)
+    assert eager.outcomes[0].error == compiled.outcomes[0].error == "VIEW_INCOMPATIBLE"
     assert compare(program, eager, compiled) is None
