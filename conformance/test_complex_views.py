@@ -126,6 +126,8 @@ def test_view_as_complex_reads_float_pairs(device, data):
     want = (shape[:-1], tuple(s // 2 for s in strides[:-1]), offset // 2)
     expect(RULE, _layout(c) == want, f"view_as_complex(x): {_layout(c)}, expected {want}")
     expect_values(RULE, c, x.values[..., 0] + 1j * x.values[..., 1], "view_as_complex(x)")
+    if any(s == 0 and n > 1 for n, s in zip(shape, strides, strict=True)):
+        return  # an expanded x: a write into memory its elements share is refused
     before = x.tensor._version
     with torch.no_grad():
         c.mul_(2)

@@ -106,7 +106,8 @@ class FunctionOps:
         # CreationMeta::IN_CUSTOM_FUNCTION wherever x requires grad, under no_grad too
         # (torch then says "A view was created in no_grad mode ... inside a custom Function")
         if t.requires_grad and v.base is not None:
-            v.no_grad_view = v.multi_output = False
+            # one creation meta: it replaces what the view inherited (inference mode too)
+            v.no_grad_view = v.multi_output = v.inference_view = False
             v.custom_view = True
         return v
 

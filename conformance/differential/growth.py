@@ -359,6 +359,10 @@ def _apply_op(
     t = g.pool[index]
     if _kind(t) not in spec.dtypes or (op == "detach_" and index in g.retained):
         return None
+    if index in g.retired:
+        return None  # a gradient handed to backward, or a tensor made .grad: never touched again
+    if op == "detach_" and _has_reinterpreting_view(g, t):
+        return None  # torch 2.13's internal assert, not a rule (docs/findings.md): not drawn
     if t.inference and (
         op in UNMODELLED_ON_INFERENCE or (not t.counterless and _family(op) != "math")
     ):
@@ -383,6 +387,17 @@ def _apply_op(
     before = len(g.pool)
     g.apply(Step(op, tensors, params, no_grad, mode=mode))
     return len(g.pool) - 1 if len(g.pool) > before else index
+
+
+def _has_reinterpreting_view(g: Growth, t: OTensor) -> bool:
+    """Whether a view of t's memory in the pool reads it through a conjugate or
+    negative bit or as another dtype (conj, adjoint, _neg_view, view_as_real,
+    real, imag): after t.detach_() and a write, reading that view's grad_fn
+    trips an internal assert in torch 2.13 (docs/findings.md)."""
+    root = t if t.base is None else t.base
+    return any(
+        u.base is root and (u.conj or u.neg or u.dtype != root.dtype) for u in g.pool if u is not t
+    )
 
 
 def _backward(draw, g: Growth, index: int | None = None, retain: bool | None = None) -> None:

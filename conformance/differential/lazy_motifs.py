@@ -109,7 +109,7 @@ def _motif_reinterpret(draw, g: Growth) -> None:
         if x is None:
             return
         base = _apply_op(draw, g, draw(_one_of(("mul_s", "clone"))), x, no_grad=False) or x
-        op = draw(_one_of(("view_as_complex",) * 4 + ("real", "imag")))
+        op = draw(_one_of(("view_as_complex",) * 3 + ("real", "imag", "imag")))
         if op == "view_as_complex" and not _fits_complex(g.pool[base]):
             return
     if op == "view_as_real" and not all(g.pool[base].shape):

@@ -81,6 +81,9 @@ def _out_call(draw, g: Growth) -> int | None:
     return out
 
 
+_WIDEST = {"float": "float64", "complex": "complex128", "int": "int64"}
+
+
 def _draw_out(draw, g: Growth, shape: tuple, dtype: str, device: str, inputs: set) -> int | None:
     """The out tensor: new (the result's shape, another one, or empty; its
     dtype or another), a pool tensor, or a view of one."""
@@ -91,6 +94,9 @@ def _draw_out(draw, g: Growth, shape: tuple, dtype: str, device: str, inputs: se
         elif how == 1:
             shape = (0,)  # empty: resized silently
         out_dtype = dtype if draw(_BOOLS) else draw(_one_of(g.dtypes))
+        wide = _WIDEST.get(kind(dtype))
+        if out_dtype != dtype and wide in g.dtypes and draw(_BOOLS):
+            out_dtype = wide  # the common cast: into the widest dtype of the result's kind
         graded = DTYPES[out_dtype].can_require_grad and draw(_ints(0, 4)) == 0
         g.apply(
             _leaf(
@@ -226,7 +232,8 @@ def _motif_foreach(draw, g: Growth) -> None:
     _backward(draw, g, draw(_one_of(tuple(xs))))
 
 
-WRITE_MOTIFS = (_motif_out, _motif_resize, _motif_set, _motif_foreach)
+# out= twice: four rules, some of them narrow (one dtype pair), hang on it
+WRITE_MOTIFS = (_motif_out, _motif_out, _motif_resize, _motif_set, _motif_foreach)
 
 
 # ---- attribution ---------------------------------------------------------------------
