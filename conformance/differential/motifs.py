@@ -330,6 +330,8 @@ def _fn_step(draw, g: Growth, op: str, x: int) -> int | None:
     mode; the index of its result (x itself for MulDirty, in grad mode)."""
     if _kind(g.pool[x]) not in OPS[op].dtypes or g.pool[x].inference:
         return None
+    if op.startswith("sin_hooked_") and (g.pool[x].conj or g.pool[x].neg):
+        return None  # saved-tensor hooks on a conjugate/negative-bit view: not modelled
     params = (draw(_one_of(_FN_SCALES)),) if OPS[op].params else ()
     before = len(g.pool)
     g.apply(Step(op, (x,), params, draw(_ints(0, 5)) == 5))  # now and then under no_grad
