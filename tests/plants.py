@@ -1596,7 +1596,8 @@ def _():
         # select()s marked as multi-output views: torch regenerates the
         # grad_fn of a view only for its first output (output_nr 0)
         def unbind(self, dim=0):
-            if self.dim() == 0:
+            # an inference tensor has no version counter to watch
+            if self.dim() == 0 or self.is_inference():
                 return orig(self, dim)
             pieces = tuple(self.select(dim, i) for i in range(self.shape[dim]))
             for piece in pieces:
