@@ -33,6 +33,11 @@ def _g(ex: Example, x, device):
     return g, torch.tensor(g, dtype=x.tensor.dtype, device=device)
 
 
+def _root_grad(x, g, local):
+    """What x's root accumulates when x's gradient is g times `local`."""
+    return round_to(x.grad_for_root(round_to(g * local, x.dtype)), x.dtype)
+
+
 @pytest.mark.invariant("function.saved_version_check")
 @given(data=st.data())
 def test_function_saved_input_written_makes_backward_raise(device, data):
@@ -54,7 +59,7 @@ def test_function_saved_input_written_makes_backward_raise(device, data):
         return
     with attributed_to("function.saved_version_check", "backward through Scale"):
         z.backward(tg)
-    want = round_to(x.grad_for_root(round_to(g * c, x.dtype)), x.dtype)
+    want = _root_grad(x, g, c)
     expect_values("function.saved_version_check", x.root.grad, want, "the gradient")
 
 
@@ -78,7 +83,7 @@ def test_mark_dirty_returns_the_input_rebased(device, data):
     g, tg = _g(ex, x, device)
     with attributed_to(rule, "backward through MulDirty"):
         t.backward(tg)
-    want_g = round_to(x.grad_for_root(round_to(g * c, x.dtype)), x.dtype)
+    want_g = _root_grad(x, g, c)
     expect_values(rule, x.root.grad, want_g, "the gradient")
 
 
@@ -151,7 +156,7 @@ def test_saved_tensors_hooks_pack_once_unpack_once(device, data):
         z.backward(tg)
     expect(rule, calls == ["pack", "unpack"], f"hooks called {calls} by the end of backward")
     four_x = round_to(round_to(x.values * 2, x.dtype) * 2, x.dtype)
-    want = round_to(x.grad_for_root(round_to(g * np.conj(np.cos(four_x)), x.dtype)), x.dtype)
+    want = _root_grad(x, g, np.conj(np.cos(four_x)))
     expect_values(rule, x.root.grad, want, "the gradient, from sin at unpack's 4 * x")
 
 
@@ -167,5 +172,5 @@ def test_saved_tensors_hooks_skip_the_version_check(device, data):
     g, tg = _g(ex, x, device)
     expect_no_raise(rule, lambda: z.backward(tg), "backward after the hooked saved x was written")
     now = round_to(x.values * 2, x.dtype)
-    want = round_to(x.grad_for_root(round_to(g * np.conj(np.cos(now)), x.dtype)), x.dtype)
+    want = _root_grad(x, g, np.conj(np.cos(now)))
     expect_values(rule, x.root.grad, want, "the gradient, from sin at the written x")

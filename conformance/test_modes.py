@@ -5,6 +5,9 @@ inference_mode, and on views of normal tensors made inside it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
 import pytest
 import torch
 from hypothesis import given
@@ -38,20 +41,41 @@ def _backward_reaches_root(invariant: str, ex: Example, x, y, factor: int, what:
     expect_values(invariant, x.root.grad, want, f"the leaf's .grad after backward through {what}")
 
 
-@pytest.mark.invariant("nograd.enable_grad_restores")
-@given(data=st.data())
-def test_enable_grad_inside_no_grad_records_and_restores(device, data):
+@dataclass
+class _Linear:
+    """y computed from x by one of _LINEAR under a drawn form of a grad mode;
+    run() notes the grad mode it computed in."""
+
+    ex: Example
+    x: object
+    name: str
+    compute: Callable
+    factor: int
+    form: str
+    inside: list[bool] = field(default_factory=list)
+
+    def run(self) -> torch.Tensor:
+        self.inside.append(torch.is_grad_enabled())
+        return self.compute(self.x.tensor)
+
+
+def _linear(data, device: str, forms: list[str]) -> _Linear:
     ex = Example(data, device)
     x = ex.tensor("x", roles=GRAD_ROLES)
     name, compute, factor = ex.draw(st.sampled_from(_LINEAR), "y from x")
-    form = ex.draw(st.sampled_from(["with torch.enable_grad()", "@torch.enable_grad()"]), "form")
+    form = ex.draw(st.sampled_from(forms), "form")
+    return _Linear(ex, x, name, compute, factor, form)
+
+
+@pytest.mark.invariant("nograd.enable_grad_restores")
+@given(data=st.data())
+def test_enable_grad_inside_no_grad_records_and_restores(device, data):
+    lin = _linear(data, device, ["with torch.enable_grad()", "@torch.enable_grad()"])
+    ex, x, name, compute, factor, form, run = (
+        lin.ex, lin.x, lin.name, lin.compute, lin.factor, lin.form, lin.run
+    )  # fmt: skip
     inv = "nograd.enable_grad_restores"
-    inside: list[bool] = []
-
-    def run():
-        inside.append(torch.is_grad_enabled())
-        return compute(x.tensor)
-
+    inside = lin.inside
     prev = torch.is_grad_enabled()
     try:
         with torch.no_grad():
@@ -83,19 +107,12 @@ def test_enable_grad_inside_no_grad_records_and_restores(device, data):
 @pytest.mark.invariant("nograd.set_grad_enabled")
 @given(data=st.data())
 def test_set_grad_enabled_sets_grad_mode(device, data):
-    ex = Example(data, device)
-    x = ex.tensor("x", roles=GRAD_ROLES)
-    name, compute, factor = ex.draw(st.sampled_from(_LINEAR), "y from x")
-    form = ex.draw(st.sampled_from(["context manager", "function", "decorator"]), "form")
+    lin = _linear(data, device, ["context manager", "function", "decorator"])
+    ex, x, name, factor, form, run = lin.ex, lin.x, lin.name, lin.factor, lin.form, lin.run
     mode = ex.draw(st.booleans(), "mode")
     outer = not mode if ex.draw(st.booleans(), "outer mode differs") else mode
     inv = "nograd.set_grad_enabled"
-    inside: list[bool] = []
-
-    def run():
-        inside.append(torch.is_grad_enabled())
-        return compute(x.tensor)
-
+    inside = lin.inside
     prev = torch.is_grad_enabled()
     try:
         torch._C._set_grad_enabled(outer)

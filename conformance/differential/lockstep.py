@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import cache
 from operator import attrgetter
@@ -102,10 +103,9 @@ def _torch_step(run: Run, step: Step) -> tuple[object, BaseException | None]:
         leaf = step.leaf
         # inference_mode(False) is a no-op outside inference mode with grad mode
         # on, and entering it costs more than making the tensor
-        if leaf.inference or torch.is_inference_mode_enabled() or not torch.is_grad_enabled():
-            with torch.inference_mode(leaf.inference):
-                return _made(leaf), None
-        return _made(leaf), None
+        switch = leaf.inference or torch.is_inference_mode_enabled() or not torch.is_grad_enabled()
+        with torch.inference_mode(leaf.inference) if switch else nullcontext():
+            return _made(leaf), None
     args = [run.torch_pool[i] for i in step.tensors] + list(step.params)
     try:
         if step.mode:  # enable_grad, set_grad_enabled, inference_mode (modes.py)

@@ -4,6 +4,7 @@ oracle, so the two can be compared field by field."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +59,14 @@ class _PoolIndex:
         return self.table.get(id(t), -1)
 
 
+def _read(get: Callable[[], object]) -> object:
+    """get(), or RAISES where reading it raises (torch and the oracle agree it must)."""
+    try:
+        return get()
+    except (RuntimeError, OracleError):
+        return RAISES
+
+
 def observe_torch(
     pool: list[torch.Tensor], only: list[int] | None = None, resizable: bool = False
 ) -> list[Observed]:
@@ -84,14 +93,8 @@ def observe_torch(
             values = to_numpy(t, resizable)
             strides = tuple(t.stride())
             requires_grad = t.requires_grad
-            try:
-                is_leaf = t.is_leaf
-            except (RuntimeError, OracleError):
-                is_leaf = RAISES
-            try:
-                has_grad_fn = t.grad_fn is not None
-            except (RuntimeError, OracleError):
-                has_grad_fn = RAISES
+            is_leaf = _read(lambda: t.is_leaf)  # noqa: B023 - called at once
+            has_grad_fn = _read(lambda: t.grad_fn is not None)  # noqa: B023
             grad_values = RAISES if grad_raised else (None if grad is None else to_numpy(grad))
             grad_meta = (
                 None
@@ -102,10 +105,7 @@ def observe_torch(
                     _device(grad.device),
                 )
             )
-            try:
-                version = t._version
-            except (RuntimeError, OracleError):
-                version = RAISES
+            version = _read(lambda: t._version)  # noqa: B023
             seen.append(
                 Observed(
                     shape,
@@ -133,18 +133,9 @@ def observe_oracle(pool: list[OTensor], only: list[int] | None = None) -> list[O
         grad = t.grad
         values = t.values()
         requires_grad = t.requires_grad
-        try:  # is_leaf may regenerate grad_fn, or raise: observed as RAISES
-            is_leaf = t.is_leaf
-        except (RuntimeError, OracleError):
-            is_leaf = RAISES
-        try:
-            has_grad_fn = t.has_grad_fn
-        except (RuntimeError, OracleError):
-            has_grad_fn = RAISES
-        try:
-            version = t.version
-        except (RuntimeError, OracleError):
-            version = RAISES
+        is_leaf = _read(lambda: t.is_leaf)  # noqa: B023 - called at once; may regenerate grad_fn
+        has_grad_fn = _read(lambda: t.has_grad_fn)  # noqa: B023
+        version = _read(lambda: t.version)  # noqa: B023
         seen.append(
             Observed(
                 tuple(t.shape),
