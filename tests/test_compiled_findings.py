@@ -299,6 +299,40 @@ CASES += [
     ("compile.raises", {"getitem", "graph_break", "exp_"}, _raised(QUIET, _backend(NUMEL)), False),
 ]
 
+# out= let into compiled programs (docs/findings.md, "out= let into compiled programs")
+NEG_OUT = _raised(
+    "raised OUT_DTYPE (RuntimeError: Found dtype Double but expected Float)",
+    "compiled did not raise",
+)
+FAKE_RESIZE = _raised(
+    QUIET,
+    "compiled raised unclassified TorchRuntimeError (TorchRuntimeError: RuntimeError when making "
+    "fake tensor call: RuntimeError: tried to directly modify sizes for customized tensor)",
+)
+FN_VIEW_ERRORS = _raised(
+    "raised CUSTOM_FUNCTION_VIEW (RuntimeError: ... You can fix this by cloning the output of the "
+    "custom Function.)",
+    "compiled raised NO_GRAD_VIEW_INPLACE (TorchRuntimeError: ...)",
+)
+DTYPE_VIEWS = _backend(
+    "AssertionError: aot_autograd() does not yet handle input mutations on views with "
+    "different dtypes."
+)
+SHARED = "[compile.aliasing] eager and aot_eager differ after the call: t1 and t3 share memory "
+CASES += [
+    ("compile.raises", {"neg_out"}, NEG_OUT, True),
+    ("compile.raises", {"add_out"}, NEG_OUT, False),
+    ("compile.raises", {"mul_out"}, FAKE_RESIZE, True),
+    ("compile.raises", {"mul_out"}, _raised(QUIET, "compiled raised unclassified X (...)"), False),
+    ("compile.raises", {"fn_view", "add_s_"}, FN_VIEW_ERRORS, True),
+    ("compile.raises", {"view", "add_s_"}, FN_VIEW_ERRORS, False),
+    ("compile.raises", {"mul_s", "view_dtype", "sin_"}, _raised(QUIET, DTYPE_VIEWS), True),
+    ("compile.input_mutation", {"getitem", "detach", "add_"}, HOLDS, True),
+    ("compile.input_mutation", {"getitem", "mul_"}, HOLDS, False),
+    ("compile.aliasing", {"pow", "mul_s", ALIASED}, SHARED + "compiled; eager: separate", True),
+    ("compile.aliasing", {"pow", "mul_s"}, SHARED + "compiled; eager: separate", False),
+]
+
 
 @pytest.mark.parametrize("invariant, ops, text, known", CASES)
 def test_the_shipped_compile_entries_cover_their_class_only(invariant, ops, text, known):
@@ -393,4 +427,20 @@ def test_a_view_the_strides_cannot_give_raises_alike_compiled():
     )
     eager, compiled = execute(program, None), execute(program, AOT_EAGER)
     assert eager.outcomes[0].error == compiled.outcomes[0].error == "VIEW_INCOMPATIBLE"
+    assert compare(program, eager, compiled) is None
+
+
+def test_a_cast_into_out_that_is_refused_raises_alike_compiled():
+    # eager: "result type ComplexFloat can't be cast to the desired output
+    # type Float"; the reference's _safe_copy_out on fake tensors: "Attempting
+    # to cast from torch.complex64 to out tensor with dtype torch.float32, but
+    # this can't be cast because it is not safe!", in TorchRuntimeError. Both
+    # are OUT_CAST (seed 0 of the ci sweep with out= let in).
+    z = Leaf(np.asarray([1 + 1j, 2 - 1j]), "complex64", "cpu", False)
+    program = CompiledProgram(
+        args=(_leaf(0, [0.0, 0.0]), CStep("leaf", out=1, leaf=z), CStep("leaf", out=2, leaf=z)),
+        body=(CStep("add_out", (0, 1, 2), no_grad=True),),
+    )
+    eager, compiled = execute(program, None), execute(program, AOT_EAGER)
+    assert eager.outcomes[0].error == compiled.outcomes[0].error == "OUT_CAST"
     assert compare(program, eager, compiled) is None

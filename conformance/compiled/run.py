@@ -123,6 +123,11 @@ META_SPELLINGS = {
     # compatible with input tensor's size and stride"; the reference
     # decomposition's ValueError (seed 6 of the ci sweep, movedim then view)
     "Cannot view a tensor with shape": "VIEW_INCOMPATIBLE",
+    # out= of a dtype the result cannot be cast into: eager's "result type
+    # Float can't be cast to the desired output type Long"; the reference's
+    # _safe_copy_out says "Attempting to cast from ... but this can't be cast
+    # because it is not safe!"
+    "can't be cast because it is not safe": "OUT_CAST",
 }
 
 
@@ -163,7 +168,14 @@ def _first_line(error: BaseException) -> str:
     if isinstance(inner, BaseException) and inner is not error:
         return f"{type(error).__name__}: {_first_line(inner)}"
     text = str(error).strip()
-    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
+    line = f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
+    cause = _chain(error)[-1]
+    if type(error).__name__ == "TorchRuntimeError" and cause is not error:
+        # its first line says only "RuntimeError when making fake tensor call":
+        # the error the fake tensor raised is the cause
+        said = str(cause).strip()
+        line += f": {type(cause).__name__}: {said.splitlines()[0] if said else ''}"
+    return line
 
 
 def _graphs() -> int:
