@@ -133,8 +133,15 @@ def _unfold(rng: Random, t: torch.Tensor) -> tuple | None:
 # programs"). resize_ and set_ (oracle/write_ops.py) are not triaged under
 # torch.compile yet: a first aot_eager run of 60 programs built of the write
 # motifs diverged in some sixteen ways (zero .grad where eager has None, input
-# mutations, refused resizes and casts) that no one has minimized. Eager torch
-# is still held to the reference model on them.
+# mutations, refused resizes and casts) that no one has minimized. Let in for
+# two ci seeds (2026-12-02), each failed at once: seed 0 on a suite bug, an
+# input grown by resize_ compared on its new elements, which are uninitialized
+# memory in eager (compile.input_mutation, flaky; the comparison must skip
+# them, as the reference model leaves them undefined); seed 1 on
+# `x.grad = g; x.resize_((54,))` inside the compiled function, which raises
+# "AssertionError: 1 != 4" at the call where eager runs (reproduced standalone,
+# torch only, on 2.13.0; not searched upstream). Eager torch is still held
+# to the reference model on them.
 EAGER_ONLY = tuple(
     name for name, spec in OPS.items() if spec.impl == "writes" and name in ("resize_", "set_")
 )
