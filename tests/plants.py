@@ -2292,6 +2292,120 @@ def _():
     torch.autograd.grad = grad
 
 
+# --- Node hooks: grad_fn.register_prehook / register_hook ------------------------
+# Autograd nodes are immutable C types: the plants hand the code that reads
+# t.grad_fn (a template, a property test, a repro script; never torch's or the
+# suite's own machinery, whose identity checks need the real node) a proxy
+# whose register_prehook / register_hook register a wrapped hook.
+
+
+def _from_user_code() -> bool:
+    import os
+    import sys
+
+    filename = sys._getframe(2).f_code.co_filename
+    if filename.startswith("<"):  # the differential's templates, compiled as "<op>"
+        return True
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if filename.startswith(root):
+        return os.path.basename(filename).startswith("test_")
+    return os.sep + "torch" + os.sep not in filename  # a repro script: yes; torch: no
+
+
+def _node_proxies(pre=None, post=None) -> None:
+    """t.grad_fn (read from user code) is a proxy whose register_prehook(fn)
+    registers pre(node, fn) and register_hook(fn) post(node, fn) (None: fn)."""
+    torch = _torch()
+
+    class Proxy:
+        def __init__(self, node) -> None:
+            object.__setattr__(self, "_node", node)
+
+        def __getattr__(self, name):
+            return getattr(self._node, name)
+
+        def __repr__(self) -> str:
+            return repr(self._node)
+
+        def __eq__(self, other) -> bool:
+            return self._node == getattr(other, "_node", other)
+
+        def __hash__(self) -> int:
+            return hash(self._node)
+
+        @property
+        def next_functions(self):
+            return tuple((n if n is None else Proxy(n), i) for n, i in self._node.next_functions)
+
+        def register_prehook(self, fn):
+            return self._node.register_prehook(fn if pre is None else pre(self._node, fn))
+
+        def register_hook(self, fn):
+            return self._node.register_hook(fn if post is None else post(self._node, fn))
+
+    descriptor = torch._C.TensorBase.grad_fn
+
+    def grad_fn(self):
+        node = descriptor.__get__(self)
+        return Proxy(node) if node is not None and _from_user_code() else node
+
+    torch.Tensor.grad_fn = property(grad_fn)
+
+
+def _ignored_pre(node, fn):
+    return lambda grad_outputs: (fn(grad_outputs), None)[1]
+
+
+def _ignored_post(node, fn):
+    return lambda grad_inputs, grad_outputs: (fn(grad_inputs, grad_outputs), None)[1]
+
+
+@plant(
+    "node_prehook_result_ignored",
+    "grad.node_prehook_replaces_grad_outputs",
+    "a Node pre-hook runs, but the grad_outputs it returns are dropped",
+)
+def _():
+    _node_proxies(pre=_ignored_pre)
+
+
+@plant(
+    "node_prehook_result_ignored@AccumulateGrad",
+    "grad.node_prehook_replaces_grad_outputs",
+    "a pre-hook on a leaf's AccumulateGrad runs, but what it returns is dropped",
+)
+def _():
+    def pre(node, fn):
+        return _ignored_pre(node, fn) if type(node).__name__ == "AccumulateGrad" else fn
+
+    _node_proxies(pre=pre)
+
+
+@plant(
+    "node_hook_result_ignored",
+    "grad.node_hook_replaces_grad_inputs",
+    "a Node (post) hook runs, but the grad_inputs it returns are dropped",
+)
+def _():
+    _node_proxies(post=_ignored_post)
+
+
+@plant(
+    "node_hook_result_ignored@second",
+    "grad.node_hook_replaces_grad_inputs",
+    "of the (post) hooks of one node, the second and later ones' results are dropped",
+)
+def _():
+    counts: dict[int, list] = {}  # id(node) -> [node, hooks]: nodes take no weak refs
+
+    def post(node, fn):
+        entry = counts.setdefault(id(node), [node, 0])
+        entry[1] += 1
+        return fn if entry[1] == 1 else _ignored_post(node, fn)
+
+    _node_proxies(post=post)
+
+
 # --- crashes, hangs and the suite's own errors (issue 13, issue 9 item 4) ------
 # These break no rule: they take the process down, hang, or break the suite's
 # own code, each only for some inputs. `breaks` names the test that must
