@@ -133,6 +133,7 @@ def _unfold(rng: Random, t: torch.Tensor) -> tuple | None:
 # None, input mutations, refused resizes and casts) that no one has
 # minimized. Eager torch is still held to the reference model on them.
 EAGER_ONLY = tuple(name for name, spec in OPS.items() if spec.impl == "writes")
+EAGER_ONLY += tuple(n for n, s in OPS.items() if s.impl == "register_node_hook")  # Node hooks
 
 
 @dataclass(frozen=True)
