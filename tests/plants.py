@@ -2314,12 +2314,14 @@ def _from_user_code() -> bool:
 
 def _node_proxies(pre=None, post=None) -> None:
     """t.grad_fn (read from user code) is a proxy whose register_prehook(fn)
-    registers pre(node, fn) and register_hook(fn) post(node, fn) (None: fn)."""
+    registers pre(node, fn, t) and register_hook(fn) post(node, fn) (None: fn;
+    t is None for a node reached through next_functions)."""
     torch = _torch()
 
     class Proxy:
-        def __init__(self, node) -> None:
+        def __init__(self, node, tensor=None) -> None:
             object.__setattr__(self, "_node", node)
+            object.__setattr__(self, "_tensor", tensor)
 
         def __getattr__(self, name):
             return getattr(self._node, name)
@@ -2338,7 +2340,10 @@ def _node_proxies(pre=None, post=None) -> None:
             return tuple((n if n is None else Proxy(n), i) for n, i in self._node.next_functions)
 
         def register_prehook(self, fn):
-            return self._node.register_prehook(fn if pre is None else pre(self._node, fn))
+            hook = fn if pre is None else pre(self._node, fn, self._tensor)
+            if hasattr(hook, "remove"):  # pre registered it elsewhere: its handle
+                return hook
+            return self._node.register_prehook(hook)
 
         def register_hook(self, fn):
             return self._node.register_hook(fn if post is None else post(self._node, fn))
@@ -2347,12 +2352,12 @@ def _node_proxies(pre=None, post=None) -> None:
 
     def grad_fn(self):
         node = descriptor.__get__(self)
-        return Proxy(node) if node is not None and _from_user_code() else node
+        return Proxy(node, self) if node is not None and _from_user_code() else node
 
     torch.Tensor.grad_fn = property(grad_fn)
 
 
-def _ignored_pre(node, fn):
+def _ignored_pre(node, fn, tensor=None):
     return lambda grad_outputs: (fn(grad_outputs), None)[1]
 
 
@@ -2375,8 +2380,23 @@ def _():
     "a pre-hook on a leaf's AccumulateGrad runs, but what it returns is dropped",
 )
 def _():
-    def pre(node, fn):
+    def pre(node, fn, tensor):
         return _ignored_pre(node, fn) if type(node).__name__ == "AccumulateGrad" else fn
+
+    _node_proxies(pre=pre)
+
+
+@plant(
+    "node_prehook_among_tensor_hooks",
+    "grad.node_prehook_replaces_grad_outputs",
+    "a pre-hook on t.grad_fn runs as one of t's tensor hooks, in their registration order: "
+    "before the tensor hooks registered after it",
+)
+def _():
+    def pre(node, fn, tensor):
+        if tensor is None:  # reached through next_functions: left alone
+            return fn
+        return tensor.register_hook(lambda g: (fn((g,)) or (g,))[0])  # its handle
 
     _node_proxies(pre=pre)
 

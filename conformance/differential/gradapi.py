@@ -171,19 +171,25 @@ def _motif_node_hooks(draw, g: Growth) -> None:
     """y = op(x); one to four Node hooks: pre-hooks and (post) hooks on
     y.grad_fn, pre-hooks on the node y.grad_fn.next_functions[0][0] (x's
     AccumulateGrad, or y's node before a write); now and then a tensor hook
-    on y or x, an in-place write on y between the hooks (they stay with their
-    node); one or two backward calls. y is retained only without pre-hooks
-    that change its gradient: torch runs retain_grad before them, the notes
-    list it after (docs/findings.md)."""
+    on y or x (on y after a pre-hook that does not commute with it: the
+    tensor hook runs first), an in-place write on y between the hooks (they
+    stay with their node); one or two backward calls. y is retained only
+    without pre-hooks that change its gradient: torch runs retain_grad before
+    them, the notes list it after (docs/findings.md)."""
     x = _hookable(draw, g)
     ops = _fitting(_NODE_OPS, g.pool[x])
     y = _apply_op(draw, g, draw(_one_of(ops)), x, no_grad=False) if ops else None
     if y is None or y == x or g.pool[y].base is not None or g.pool[y]._fn is None:
         return
     made = g.pool[y]._fn
-    retain = draw(_BOOLS)
+    retain = not draw(_ints(0, 3))
     if retain:
         g.apply(Step("retain_grad", (y,)))
+    elif draw(_BOOLS):  # a pre-hook, then a tensor hook that does not commute with it
+        pre = draw(_one_of(("node_prehook_mul", "node_prehook_add")))
+        g.apply(_node_hook_step(draw, y, (pre,)))
+        op = "hook_add" if pre == "node_prehook_mul" else "hook_mul"
+        g.apply(Step(op, (y,), (draw(_one_of(TERMS if op == "hook_add" else FACTORS)),)))
     for _ in range(draw(_ints(1, 4))):
         rows = draw(_one_of(("pre", "pre", "post", "post", "acc")))
         fn = g.pool[y]._fn
@@ -195,8 +201,8 @@ def _motif_node_hooks(draw, g: Growth) -> None:
         else:
             chosen = _POST if rows == "post" else _ACC
         g.apply(_node_hook_step(draw, y, chosen))
-        if not draw(_ints(0, 4)):
-            g.apply(_hook_step(draw, draw(_one_of((x, y)))))
+        if not draw(_ints(0, 2)):  # a tensor hook, after the Node hooks before it
+            g.apply(_hook_step(draw, draw(_one_of((x, y, y)))))
         if not draw(_ints(0, 4)):
             writes = _fitting(("mul_s_", "add_s_", "exp_", "neg_"), g.pool[y])
             if writes:
