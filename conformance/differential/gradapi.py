@@ -168,7 +168,7 @@ def _node_hook_step(draw, index: int, rows: tuple[str, ...]) -> Step:
 
 
 def _motif_node_hooks(draw, g: Growth) -> None:
-    """y = op(x); one to four Node hooks: pre-hooks and (post) hooks on
+    """y = op(x); one to three Node hooks: pre-hooks and (post) hooks on
     y.grad_fn, pre-hooks on the node y.grad_fn.next_functions[0][0] (x's
     AccumulateGrad, or y's node before a write); now and then a tensor hook
     on y or x (on y after a pre-hook that does not commute with it: the
@@ -190,7 +190,7 @@ def _motif_node_hooks(draw, g: Growth) -> None:
         g.apply(_node_hook_step(draw, y, (pre,)))
         op = "hook_add" if pre == "node_prehook_mul" else "hook_mul"
         g.apply(Step(op, (y,), (draw(_one_of(TERMS if op == "hook_add" else FACTORS)),)))
-    for _ in range(draw(_ints(1, 4))):
+    for _ in range(draw(_ints(1, 3))):  # (short: a long motif thins out the others)
         rows = draw(_one_of(("pre", "pre", "post", "post", "acc")))
         fn = g.pool[y]._fn
         first = fn.edges[0] if fn is not None and fn.edges else None
@@ -201,7 +201,7 @@ def _motif_node_hooks(draw, g: Growth) -> None:
         else:
             chosen = _POST if rows == "post" else _ACC
         g.apply(_node_hook_step(draw, y, chosen))
-        if not draw(_ints(0, 2)):  # a tensor hook, after the Node hooks before it
+        if not draw(_ints(0, 3)):  # a tensor hook, after the Node hooks before it
             g.apply(_hook_step(draw, draw(_one_of((x, y, y)))))
         if not draw(_ints(0, 4)):
             writes = _fitting(("mul_s_", "add_s_", "exp_", "neg_"), g.pool[y])
