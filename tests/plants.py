@@ -1643,7 +1643,7 @@ def _():
     def writable(orig):
         def write(self, *a, **k):
             meta = _creation_meta(self) if torch.is_grad_enabled() and outputs.get(self) else None
-            if meta is None:
+            if meta != torch._C._autograd.CreationMeta.MULTI_OUTPUT_NODE:  # (not a no_grad one)
                 return orig(self, *a, **k)
             _set_creation_meta(self, ordinary)
             try:
