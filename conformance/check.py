@@ -78,6 +78,7 @@ ERROR_CLASSES: dict[str, tuple[str, ...]] = {
     ),
     "HOOK_NO_GRAD": ("cannot register a hook on a tensor that doesn't require gradient",),
     "POST_HOOK_NON_LEAF": ("post accumulate grad hooks cannot be registered on non-leaf",),
+    "NO_NODE": ("'NoneType' object has no attribute",),
 }
 
 

@@ -925,6 +925,34 @@ CATALOGUE: tuple[Invariant, ...] = (
         versions=">=2.1",
     ),
     Invariant(
+        "grad.node_prehook_replaces_grad_outputs",
+        "A pre-hook registered with node.register_prehook (on a tensor's grad_fn, or a leaf's "
+        "AccumulateGrad reached through next_functions) runs each time that node runs, after "
+        "the tensor hooks, on its grad_outputs; a tuple it returns replaces them (None leaves "
+        "them); pre-hooks of one node run in registration order, each on the previous "
+        "result, a removed one never.",
+        "The hook should not modify its argument, but it can optionally return a new gradient "
+        "which will be used in place of :attr:`grad_outputs`. [...] 1. hooks registered to "
+        "Tensor are executed 2. pre-hooks registered to Node are executed (if Node is "
+        "executed). [...] If multiple hooks of the same type are registered on the same "
+        "Tensor or Node they are executed in the order in which they are registered.",
+        "torch/autograd/graph.py (Node.register_prehook); docs/source/notes/autograd.md "
+        "(Backward Hooks execution)",
+    ),
+    Invariant(
+        "grad.node_hook_replaces_grad_inputs",
+        "A hook registered with node.register_hook runs each time that node runs, after it, on "
+        "(grad_inputs, grad_outputs); a tuple it returns replaces grad_inputs, the gradients "
+        "that flow on to the node's inputs and reach their .grad (None leaves them); hooks of "
+        "one node run in registration order, each seeing the previous result, a removed one "
+        "never.",
+        "The hook should not modify its argument, but it can optionally return a new gradient "
+        "which will be used in place of :attr:`grad_inputs`. [...] 4. Node is executed [...] "
+        "6. post-hooks registered to Node are executed (if Node is executed)",
+        "torch/autograd/graph.py (Node.register_hook); docs/source/notes/autograd.md "
+        "(Backward Hooks execution)",
+    ),
+    Invariant(
         "grad.retain_grad_follows_writes",
         "A retained non-leaf's .grad adds up over backward calls; after an in-place write to "
         "it, or (from torch 2.3) through a view of it, .grad is the gradient of its newest "

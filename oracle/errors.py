@@ -53,6 +53,7 @@ class ErrorKind(enum.Enum):
     DTYPE_VIEW_LAYOUT = "(different element sizes)"  # x.view(dtype)
     HOOK_NO_GRAD = "cannot register a hook on a tensor that doesn't require gradient"
     POST_HOOK_NON_LEAF = "post accumulate grad hooks cannot be registered on non-leaf tensors"
+    NO_NODE = "'NoneType' object has no attribute"  # a Node hook on t.grad_fn of a leaf
 
 
 # More stable substrings per kind; classify() tries these kinds first, in this order.

@@ -9,6 +9,13 @@ a node's hooks on the gradient arriving at it, in registration order, each on
 the previous one's result (None: unchanged), before the retain_grad hooks and
 before the node itself; a leaf's hooks run before its AccumulateGrad, and its
 post-accumulate-grad hooks after it, on the tensor with its new .grad.
+
+Node hooks (torch.autograd.graph.Node.register_prehook / register_hook) belong
+to the node they were registered on, and run only where it runs: pre-hooks
+after the tensor hooks and the retain_grad hooks (torch 2.0.1 to 2.13.0; the
+notes list them before retain_grad, docs/findings.md), on the gradient the
+node gets; post hooks after it, on each gradient it passes on (AccumulateGrad:
+after the post-accumulate-grad hooks, with nothing to pass on).
 """
 
 from __future__ import annotations
@@ -39,8 +46,32 @@ POST_HOOK_ROWS: dict[str, tuple[str, tuple[str, ...], str]] = {
         "mul",
     ),
 }
+# torch.autograd.graph.Node hooks on the tensor's grad_fn (the `acc_` rows: on
+# the node its grad_fn's first edge reaches, next_functions[0][0]: a leaf's
+# AccumulateGrad for y = op(leaf), held by y's graph). A pre-hook maps the
+# node's grad_outputs, a (post) hook its grad_inputs; each maps every gradient
+# of the tuple (None stays None)
+_MAP = "tuple(g if g is None else g {} {{p0}} for g in {})"
+_PRE = "{t0}.grad_fn.register_prehook(lambda go: %s)"
+_ACC = "{t0}.grad_fn.next_functions[0][0].register_prehook(lambda go: %s)"
+_POST = "{t0}.grad_fn.register_hook(lambda gi, go: %s)"
+NODE_PREHOOK_ROWS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "node_prehook_mul": (_PRE % _MAP.format("*", "go"), ("factor",), "mul"),
+    "node_prehook_add": (_PRE % _MAP.format("+", "go"), ("term",), "add"),
+    "node_prehook_none": (_PRE % "None", (), "none"),
+    "node_prehook_removed": ((_PRE % _MAP.format("*", "go")) + ".remove()", ("factor",), "removed"),
+    "acc_prehook_mul": (_ACC % _MAP.format("*", "go"), ("factor",), "mul"),
+    "acc_prehook_add": (_ACC % _MAP.format("+", "go"), ("term",), "add"),
+}
+NODE_POSTHOOK_ROWS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "node_hook_mul": (_POST % _MAP.format("*", "gi"), ("factor",), "mul"),
+    "node_hook_add": (_POST % _MAP.format("+", "gi"), ("term",), "add"),
+    "node_hook_none": (_POST % "None", (), "none"),
+    "node_hook_removed": ((_POST % _MAP.format("*", "gi")) + ".remove()", ("factor",), "removed"),
+}
+NODE_HOOK_ROWS = {**NODE_PREHOOK_ROWS, **NODE_POSTHOOK_ROWS}
 # ops only the gradapi motifs draw, and the compiled differential leaves to eager
-GRADAPI_OPS = (*HOOK_ROWS, *POST_HOOK_ROWS, "grad_cg")
+GRADAPI_OPS = (*HOOK_ROWS, *POST_HOOK_ROWS, "grad_cg", *NODE_HOOK_ROWS)
 # the constants the differential draws: exact in every floating dtype
 FACTORS = (2.0, -0.5, 3.0, 0.25)
 TERMS = (1.0, -2.0, 0.5)
@@ -99,6 +130,40 @@ def register_post_hook(t: object, kind: str, const: object) -> None:
     if not hasattr(t, "post_hooks"):
         t.post_hooks = []
     t.post_hooks.append((kind, const))
+
+
+# ---- Node hooks: torch.autograd.graph.Node.register_prehook / register_hook ----
+def register_node_hook(t: object, name: str, const: object) -> None:
+    """Node.register_prehook / register_hook on t.grad_fn (`acc_` rows: on the
+    node t.grad_fn's first edge reaches). The hook stays with that node: a
+    later in-place write to t gives t another grad_fn, not this one its hooks."""
+    node = t.grad_fn()
+    if node is not None and name.startswith("acc_"):
+        edges = getattr(node, "edges", ())
+        node = edges[0] if edges else None
+    if node is None:  # t.grad_fn (or next_functions[0][0]) is None
+        raise OracleError(ErrorKind.NO_NODE)
+    pre = name in NODE_PREHOOK_ROWS
+    kind = (NODE_PREHOOK_ROWS if pre else NODE_POSTHOOK_ROWS)[name][2]
+    if kind == "removed":
+        return
+    attr = "node_prehooks" if pre else "node_posthooks"
+    if not hasattr(node, attr):
+        setattr(node, attr, [])
+    getattr(node, attr).append((kind, const))
+
+
+def node_hooks(node: object, attr: str, g: np.ndarray, dtype: str) -> tuple[np.ndarray, bool]:
+    """A node's pre-hooks (attr "node_prehooks", on its grad_outputs) or post
+    hooks ("node_posthooks", on one of its grad_inputs), in registration order,
+    each on the previous result (None: unchanged). Returns the gradient that
+    goes on, and whether a hook replaced it."""
+    replaced = False
+    for kind, const in getattr(node, attr, ()):
+        out = run_hook(kind, const, g, dtype)
+        if out is not None:
+            g, replaced = out, True
+    return g, replaced
 
 
 # ---- create_graph: a gradient in a graph of its own --------------------------------

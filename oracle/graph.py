@@ -300,6 +300,8 @@ def run_backward(
         if capture is not None and node is capture[0]:
             capture.append(g)
             continue
+        g, hooked = gradapi.node_hooks(node, "node_prehooks", g, node.out[1] if node.out else None)
+        g_is_root = g_is_root and not hooked  # Node pre-hooks: only on a node that runs
         if isinstance(node, Accumulator):
             try:
                 _accumulate(node.leaf, g, g_is_root, node.out[1])
@@ -317,6 +319,9 @@ def run_backward(
             if gi is not None:
                 same = g_is_root and gi is g and target_meta(e) == node.out
                 gi = validate(np.asarray(gi), target_meta(e))
+                meta = target_meta(e)  # Node post hooks, on what validate_outputs left
+                gi, posted = gradapi.node_hooks(node, "node_posthooks", gi, meta and meta[1])
+                same = same and not posted
                 if id(e) in buffers:
                     buffers[id(e)], is_root[id(e)] = buffers[id(e)] + gi, False
                 else:

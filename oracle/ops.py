@@ -747,6 +747,19 @@ for _n, (_tpl, _p, _k) in gradapi.POST_HOOK_ROWS.items():
         returns=False,
         param_kinds=("scalar",) * len(_p),
     )
+# torch.autograd.graph.Node.register_prehook / register_hook on t0.grad_fn (acc_:
+# on t0.grad_fn.next_functions[0][0]): bound to that node, run where it runs
+for _n, (_tpl, _p, _k) in gradapi.NODE_HOOK_ROWS.items():
+    _row(
+        _n,
+        1,
+        _p,
+        _tpl,
+        "register_node_hook",
+        dtypes=FC,
+        returns=False,
+        param_kinds=("scalar",) * len(_p),
+    )
 # torch.autograd.grad(..., create_graph=True): the gradient in a graph of its own
 # where its formula reads a tensor that requires grad; modelled for one op of
 # gradapi.SECOND on the input, real dtypes (the graph is kept: retain_graph)

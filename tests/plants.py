@@ -1643,7 +1643,7 @@ def _():
     def writable(orig):
         def write(self, *a, **k):
             meta = _creation_meta(self) if torch.is_grad_enabled() and outputs.get(self) else None
-            if meta is None:
+            if meta != torch._C._autograd.CreationMeta.MULTI_OUTPUT_NODE:  # (not a no_grad one)
                 return orig(self, *a, **k)
             _set_creation_meta(self, ordinary)
             try:
@@ -2290,6 +2290,140 @@ def _():
         return tuple(None if g is None else g.detach() for g in got)
 
     torch.autograd.grad = grad
+
+
+# --- Node hooks: grad_fn.register_prehook / register_hook ------------------------
+# Autograd nodes are immutable C types: the plants hand the code that reads
+# t.grad_fn (a template, a property test, a repro script; never torch's or the
+# suite's own machinery, whose identity checks need the real node) a proxy
+# whose register_prehook / register_hook register a wrapped hook.
+
+
+def _from_user_code() -> bool:
+    import os
+    import sys
+
+    filename = sys._getframe(2).f_code.co_filename
+    if filename.startswith("<"):  # the differential's templates, compiled as "<op>"
+        return True
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if filename.startswith(root):
+        return os.path.basename(filename).startswith("test_")
+    return os.sep + "torch" + os.sep not in filename  # a repro script: yes; torch: no
+
+
+def _node_proxies(pre=None, post=None) -> None:
+    """t.grad_fn (read from user code) is a proxy whose register_prehook(fn)
+    registers pre(node, fn, t) and register_hook(fn) post(node, fn) (None: fn;
+    t is None for a node reached through next_functions)."""
+    torch = _torch()
+
+    class Proxy:
+        def __init__(self, node, tensor=None) -> None:
+            object.__setattr__(self, "_node", node)
+            object.__setattr__(self, "_tensor", tensor)
+
+        def __getattr__(self, name):
+            return getattr(self._node, name)
+
+        def __repr__(self) -> str:
+            return repr(self._node)
+
+        def __eq__(self, other) -> bool:
+            return self._node == getattr(other, "_node", other)
+
+        def __hash__(self) -> int:
+            return hash(self._node)
+
+        @property
+        def next_functions(self):
+            return tuple((n if n is None else Proxy(n), i) for n, i in self._node.next_functions)
+
+        def register_prehook(self, fn):
+            hook = fn if pre is None else pre(self._node, fn, self._tensor)
+            if hasattr(hook, "remove"):  # pre registered it elsewhere: its handle
+                return hook
+            return self._node.register_prehook(hook)
+
+        def register_hook(self, fn):
+            return self._node.register_hook(fn if post is None else post(self._node, fn))
+
+    descriptor = torch._C.TensorBase.grad_fn
+
+    def grad_fn(self):
+        node = descriptor.__get__(self)
+        return Proxy(node, self) if node is not None and _from_user_code() else node
+
+    torch.Tensor.grad_fn = property(grad_fn)
+
+
+def _ignored_pre(node, fn, tensor=None):
+    return lambda grad_outputs: (fn(grad_outputs), None)[1]
+
+
+def _ignored_post(node, fn):
+    return lambda grad_inputs, grad_outputs: (fn(grad_inputs, grad_outputs), None)[1]
+
+
+@plant(
+    "node_prehook_result_ignored",
+    "grad.node_prehook_replaces_grad_outputs",
+    "a Node pre-hook runs, but the grad_outputs it returns are dropped",
+)
+def _():
+    _node_proxies(pre=_ignored_pre)
+
+
+@plant(
+    "node_prehook_result_ignored@AccumulateGrad",
+    "grad.node_prehook_replaces_grad_outputs",
+    "a pre-hook on a leaf's AccumulateGrad runs, but what it returns is dropped",
+)
+def _():
+    def pre(node, fn, tensor):
+        return _ignored_pre(node, fn) if type(node).__name__ == "AccumulateGrad" else fn
+
+    _node_proxies(pre=pre)
+
+
+@plant(
+    "node_prehook_among_tensor_hooks",
+    "grad.node_prehook_replaces_grad_outputs",
+    "a pre-hook on t.grad_fn runs as one of t's tensor hooks, in their registration order: "
+    "before the tensor hooks registered after it",
+)
+def _():
+    def pre(node, fn, tensor):
+        if tensor is None:  # reached through next_functions: left alone
+            return fn
+        return tensor.register_hook(lambda g: (fn((g,)) or (g,))[0])  # its handle
+
+    _node_proxies(pre=pre)
+
+
+@plant(
+    "node_hook_result_ignored",
+    "grad.node_hook_replaces_grad_inputs",
+    "a Node (post) hook runs, but the grad_inputs it returns are dropped",
+)
+def _():
+    _node_proxies(post=_ignored_post)
+
+
+@plant(
+    "node_hook_result_ignored@second",
+    "grad.node_hook_replaces_grad_inputs",
+    "of the (post) hooks of one node, the second and later ones' results are dropped",
+)
+def _():
+    counts: dict[int, list] = {}  # id(node) -> [node, hooks]: nodes take no weak refs
+
+    def post(node, fn):
+        entry = counts.setdefault(id(node), [node, 0])
+        entry[1] += 1
+        return fn if entry[1] == 1 else _ignored_post(node, fn)
+
+    _node_proxies(post=post)
 
 
 # --- crashes, hangs and the suite's own errors (issue 13, issue 9 item 4) ------

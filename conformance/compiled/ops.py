@@ -145,6 +145,10 @@ def _unfold(rng: Random, t: torch.Tensor) -> tuple | None:
 EAGER_ONLY = tuple(
     name for name, spec in OPS.items() if spec.impl == "writes" and name in ("resize_", "set_")
 )
+# Node hooks: one CompiledFunctionBackward covers every output of a compiled
+# graph, so a pre-hook on one output's grad_fn changes all their gradients
+# (aot_eager, 2.13.0): not eager's per-op nodes, nothing to compare.
+EAGER_ONLY += tuple(n for n, s in OPS.items() if s.impl == "register_node_hook")
 
 
 @dataclass(frozen=True)

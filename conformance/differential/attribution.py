@@ -130,6 +130,7 @@ RAISED = {
     "DTYPE_VIEW_LAYOUT": "view.dtype_reinterprets",
     "HOOK_NO_GRAD": "grad.hook_replaces_gradient",
     "POST_HOOK_NON_LEAF": "grad.post_accumulate_hook",
+    "NO_NODE": "grad.node_prehook_replaces_grad_outputs",
 }
 
 

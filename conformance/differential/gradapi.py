@@ -18,7 +18,17 @@ from conformance.differential.growth import (
     _graded,
     _leaf,
 )
-from oracle.gradapi import FACTORS, HOOK_ROWS, POST_HOOK_ROWS, SECOND_OPS, TERMS
+from oracle.gradapi import (
+    FACTORS,
+    HOOK_ROWS,
+    NODE_HOOK_ROWS,
+    NODE_POSTHOOK_ROWS,
+    NODE_PREHOOK_ROWS,
+    POST_HOOK_ROWS,
+    SECOND_OPS,
+    TERMS,
+)
+from oracle.tensor import Accumulator
 from strategies.dtypes import DTYPES
 from strategies.programs import Step
 
@@ -140,11 +150,77 @@ def _motif_double_backward(draw, g: Growth) -> None:
         _backward(draw, g, out)
 
 
+# ops whose torch grad_fn is one node, the model's, with the first operand's edge first
+_NODE_OPS = ("neg", "exp", "tanh", "sigmoid", "relu", "sin", "cos", "abs", "pow_s", "add", "sub")
+_NODE_OPS += ("mul", "add_s", "sub_s", "mul_s", "div_s", "sum", "mean", "sum_dim")
+_PRE = ("node_prehook_mul", "node_prehook_mul", "node_prehook_add", "node_prehook_none")
+_PRE += ("node_prehook_removed",)
+_POST = ("node_hook_mul", "node_hook_mul", "node_hook_add", "node_hook_none", "node_hook_removed")
+_ACC = ("acc_prehook_mul", "acc_prehook_add")
+
+
+def _node_hook_step(draw, index: int, rows: tuple[str, ...]) -> Step:
+    op = draw(_one_of(rows))
+    _, params, kind = NODE_HOOK_ROWS[op]
+    if not params:
+        return Step(op, (index,), ())
+    return Step(op, (index,), (draw(_one_of(TERMS if kind == "add" else FACTORS)),))
+
+
+def _motif_node_hooks(draw, g: Growth) -> None:
+    """y = op(x); one to three Node hooks: pre-hooks and (post) hooks on
+    y.grad_fn, pre-hooks on the node y.grad_fn.next_functions[0][0] (x's
+    AccumulateGrad, or y's node before a write); now and then a tensor hook
+    on y or x (on y after a pre-hook that does not commute with it: the
+    tensor hook runs first), an in-place write on y between the hooks (they
+    stay with their node); one or two backward calls. y is retained only
+    without pre-hooks that change its gradient: torch runs retain_grad before
+    them, the notes list it after (docs/findings.md)."""
+    x = _hookable(draw, g)
+    ops = _fitting(_NODE_OPS, g.pool[x])
+    y = _apply_op(draw, g, draw(_one_of(ops)), x, no_grad=False) if ops else None
+    if y is None or y == x or g.pool[y].base is not None or g.pool[y]._fn is None:
+        return
+    made = g.pool[y]._fn
+    retain = not draw(_ints(0, 3))
+    if retain:
+        g.apply(Step("retain_grad", (y,)))
+    elif draw(_BOOLS):  # a pre-hook, then a tensor hook that does not commute with it
+        pre = draw(_one_of(("node_prehook_mul", "node_prehook_add")))
+        g.apply(_node_hook_step(draw, y, (pre,)))
+        op = "hook_add" if pre == "node_prehook_mul" else "hook_mul"
+        g.apply(Step(op, (y,), (draw(_one_of(TERMS if op == "hook_add" else FACTORS)),)))
+    for _ in range(draw(_ints(1, 3))):  # (short: a long motif thins out the others)
+        rows = draw(_one_of(("pre", "pre", "post", "post", "acc")))
+        fn = g.pool[y]._fn
+        first = fn.edges[0] if fn is not None and fn.edges else None
+        if rows == "acc" and not (isinstance(first, Accumulator) or first is made):
+            rows = "post"
+        if rows == "pre":
+            chosen = ("node_prehook_none", "node_prehook_removed") if retain else _PRE
+        else:
+            chosen = _POST if rows == "post" else _ACC
+        g.apply(_node_hook_step(draw, y, chosen))
+        if not draw(_ints(0, 3)):  # a tensor hook, after the Node hooks before it
+            g.apply(_hook_step(draw, draw(_one_of((x, y, y)))))
+        if not draw(_ints(0, 4)):
+            writes = _fitting(("mul_s_", "add_s_", "exp_", "neg_"), g.pool[y])
+            if writes:
+                _apply_op(draw, g, draw(_one_of(writes)), y, no_grad=False)
+    out = y
+    if draw(_BOOLS):
+        out = _apply_op(draw, g, draw(_one_of(("mul_s", "sum", "exp"))), y, no_grad=False) or y
+    if draw(_BOOLS):
+        _backward(draw, g, out, retain=True)
+    _backward(draw, g, out)
+
+
 GRADAPI_MOTIFS = (
     _motif_tensor_hooks,
     _motif_post_hook,
     _motif_retained_written,
     _motif_double_backward,
+    _motif_node_hooks,
 )
 
 
@@ -160,7 +236,7 @@ def attribute(f) -> str | None:
     """The gradient-API rule a discrepancy breaks, or None: hooks that do not
     matter to it (the program fails as well with every hook made harmless),
     or none, and no retained tensor written in place whose .grad is off."""
-    return _create_graph_rule(f) or _hooks_rule(f) or _retained_rule(f)
+    return _create_graph_rule(f) or _node_hooks_rule(f) or _hooks_rule(f) or _retained_rule(f)
 
 
 def _create_graph_rule(f) -> str | None:
@@ -227,3 +303,37 @@ def _hooks_rule(f) -> str | None:
     if extra and not _fails_again(f, variant(extra | set(posts))):
         return "grad.hooks_run_in_order"
     return "grad.hook_replaces_gradient"
+
+
+def _node_neutral(step: Step) -> Step:
+    """A Node hook made harmless: one that returns None, on t0.grad_fn."""
+    if step.op in NODE_PREHOOK_ROWS:
+        return replace(step, op="node_prehook_none", params=())
+    if step.op in NODE_POSTHOOK_ROWS:
+        return replace(step, op="node_hook_none", params=())
+    return step
+
+
+def _node_hooks_rule(f) -> str | None:
+    """Node hooks matter to the discrepancy (with all of them made harmless it
+    passes): the post hooks' rule where they matter alone, else the pre-hooks'."""
+    from conformance.differential.attribution import _fails_again
+
+    if f.d.kind not in ("grad", "values", "raise"):
+        return None
+    steps = list(f.steps[: f.d.step + 1])
+    if f.d.kind == "raise" and steps[-1].op in NODE_HOOK_ROWS:
+        return None  # registering raised or not: RAISED names the rule
+    pres = {n for n, s in enumerate(steps[:-1]) if s.op in NODE_PREHOOK_ROWS}
+    posts = {n for n, s in enumerate(steps[:-1]) if s.op in NODE_POSTHOOK_ROWS}
+    if not pres and not posts:
+        return None
+
+    def variant(neutral: set[int]) -> list[Step]:
+        return [_node_neutral(s) if n in neutral else s for n, s in enumerate(steps)]
+
+    if _fails_again(f, variant(pres | posts)):
+        return None
+    if posts and (not pres or _fails_again(f, variant(pres))):
+        return "grad.node_hook_replaces_grad_inputs"
+    return "grad.node_prehook_replaces_grad_outputs"

@@ -38,6 +38,16 @@ _SAYS = {
     "hook_none": "a hook on {0} that returns None: the gradient flows on unchanged",
     "hook_removed": "a hook on {0}, removed: it never runs",
     "post_hook_mul": "after each accumulation into {0}.grad: .grad scaled",
+    "node_prehook_mul": "a pre-hook on {0}.grad_fn: the gradient that node gets, scaled",
+    "node_prehook_add": "a pre-hook on {0}.grad_fn: the gradient that node gets, shifted",
+    "node_prehook_none": "a pre-hook on {0}.grad_fn that returns None: nothing changes",
+    "node_prehook_removed": "a pre-hook on {0}.grad_fn, removed: it never runs",
+    "acc_prehook_mul": "a pre-hook on the node {0}.grad_fn passes to first: its gradient, scaled",
+    "acc_prehook_add": "a pre-hook on the node {0}.grad_fn passes to first: its gradient, shifted",
+    "node_hook_mul": "a hook on {0}.grad_fn: the gradients it passes on, scaled",
+    "node_hook_add": "a hook on {0}.grad_fn: the gradients it passes on, shifted",
+    "node_hook_none": "a hook on {0}.grad_fn that returns None: nothing changes",
+    "node_hook_removed": "a hook on {0}.grad_fn, removed: it never runs",
     "grad_cg": "d{0}/d{1} given {2}, in a graph of its own (create_graph): no .grad changes",
 }
 

@@ -27,6 +27,9 @@ add_out mul_out exp_out neg_out resize_ set_
 foreach_add_s_ foreach_mul_s_ foreach_add_l_ foreach_mul_l_
 conj neg_view resolve_conj resolve_neg view_as_real view_as_complex real imag view_dtype""".split()
 NAMES += "hook_mul hook_add hook_none hook_removed post_hook_mul grad_cg".split()  # gradapi
+NAMES += """node_prehook_mul node_prehook_add node_prehook_none node_prehook_removed
+acc_prehook_mul acc_prehook_add node_hook_mul node_hook_add node_hook_none
+node_hook_removed""".split()  # gradapi: Node hooks
 
 
 def test_every_op_has_one_consistent_row():
