@@ -96,8 +96,11 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             if spec.inplace and ts[0].storage.byte_viewed:
                 self._written_under_dtype_view(spec, ts[0])  # (oracle.dtype_views)
             return out
-        except OracleError:
-            self.undefined = None
+        except OracleError as error:
+            # an inference tensor is written, then refused (_write): what was
+            # written stays, and may be as undefined as any other write's
+            if error.kind is not ErrorKind.INFERENCE_INPLACE:
+                self.undefined = None
             raise
 
     # ---- shared steps ---------------------------------------------------------

@@ -106,3 +106,17 @@ def test_inference_tensors_are_written_only_inside_inference_mode():
     raises(E.INFERENCE_VERSION, lambda: t.version)  # still no counter
     # torch writes, then refuses outside: the four adds of 1 landed before the refusals
     np.testing.assert_array_equal(t.values(), [6, 12, 0])
+
+
+def test_an_inference_tensor_written_through_shared_elements_is_left_undefined():
+    # torch writes, then refuses (no version counter): which of two values
+    # sent to one element lands is up to the kernel, as in any such write
+    eng = Engine()
+    t = _leaf(eng, [1.0, 2.0], inference=True)
+    with eng.no_grad():
+        e = eng.call("expand", [t], ((2, 2),))
+    source = _leaf(eng, [[5.0, 6.0], [7.0, 8.0]])
+    raises(E.INFERENCE_INPLACE, eng.call, "index_put_", [e, source], ([1, 0],))
+    assert eng.undefined
+    raises(E.INFERENCE_INPLACE, eng.call, "add_s_", [t], (1.0,))
+    assert eng.undefined is None  # written and refused, but well defined
