@@ -68,6 +68,7 @@ ERROR_CLASSES: dict[str, tuple[str, ...]] = {
     "OUT_CAST": ("can't be cast to the desired output type",),
     "OUT_DTYPE": ("Found dtype",),
     "RESIZE_REQUIRES_GRAD": ("cannot resize variables that require grad",),
+    "MUTABLE_LIST_BIT": ("fallback doesn't currently support mutable TensorLists",),
     "UNRESOLVED_CONJ": ("doesn't work on unresolved conjugated tensors",),
     "DTYPE_VIEW_LAYOUT": ("(different element sizes)",),
     "COMPLEX_LAYOUT": (

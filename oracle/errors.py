@@ -46,6 +46,7 @@ class ErrorKind(enum.Enum):
     OUT_CAST = "can't be cast to the desired output type"
     OUT_DTYPE = "Found dtype"
     RESIZE_REQUIRES_GRAD = "cannot resize variables that require grad"
+    MUTABLE_LIST_BIT = "fallback doesn't currently support mutable TensorLists"
     # dtype-reinterpreting views (oracle/complex_views.py)
     UNRESOLVED_CONJ = "doesn't work on unresolved conjugated tensors"
     NOT_COMPLEX = "is not implemented for tensors with non-complex dtypes"

@@ -241,6 +241,10 @@ def _foreach(engine: Engine, spec: OpSpec, ts: list, p: tuple) -> None:
     if recorded:  # every tensor is checked before any is written
         for pair in pairs:
             engine._check_inplace(pair[0], engine._needs_grad(pair))
+    if any(pair[0].conj or pair[0].neg for pair in pairs):
+        # the conjugate/negative-bit fallback refuses a written list holding
+        # such a view, before any write (measured on 2.13.0; the other list may)
+        raise OracleError(ErrorKind.MUTABLE_LIST_BIT)
     # the Scalar overloads keep the scalar in the node (MulBackward1), where
     # x.mul_(c) saves it as a wrapped 0-d tensor: a second backward through
     # it does not raise (measured on 2.13.0)

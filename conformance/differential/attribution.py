@@ -124,6 +124,7 @@ RAISED = {
     "INPUT_NO_GRAD": "grad.autograd_grad_returns",
     "CUSTOM_FUNCTION_VIEW": "function.view_output",
     "GRAD_ASSIGN_MISMATCH": "grad.assign_checks",
+    "MUTABLE_LIST_BIT": "foreach.inplace_grad",
     "UNRESOLVED_CONJ": "view.complex_reinterprets",
     "NOT_COMPLEX": "view.complex_reinterprets",
     "COMPLEX_LAYOUT": "view.complex_reinterprets",

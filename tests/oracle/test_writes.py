@@ -243,6 +243,26 @@ def test_foreach_refuses_a_leaf_that_requires_grad_before_writing_anything():
     assert leaf.values().tolist() == [2.0] and leaf.is_leaf
 
 
+def test_foreach_refuses_a_written_list_with_a_conjugate_or_negative_bit():
+    # after the leaf check, before any write; the other list may hold one
+    eng = Engine()
+    c = _leaf(eng, [1.0 + 1.0j], dtype="complex128")
+    plain = _leaf(eng, [1.0])
+    for bit in (eng.call("conj", [c]), eng.call("neg_view", [plain])):
+        other = _leaf(eng, [2.0])
+        raises(E.MUTABLE_LIST_BIT, eng.call, "foreach_add_s_", [other, bit], (1.0,))
+        assert (other.version, bit.version) == (0, 0) and other.values().tolist() == [2.0]
+    with eng.no_grad():
+        bit = eng.call("conj", [c])
+        raises(E.MUTABLE_LIST_BIT, eng.call, "foreach_mul_s_", [bit, plain], (2.0,))
+    leaf = _leaf(eng, [1.0 + 0.0j], dtype="complex128", rg=True)
+    leaf_bit = eng.call("conj", [leaf])
+    raises(E.INPLACE_ON_LEAF_VIEW, eng.call, "foreach_add_s_", [leaf_bit, c], (1.0,))
+    z = _leaf(eng, [0.0 + 0.0j], dtype="complex128")
+    eng.call("foreach_add_l_", [z, plain, eng.call("conj", [c]), _leaf(eng, [1.0])])
+    assert z.values().tolist() == [1.0 - 1.0j]
+
+
 def test_foreach_shape_error_on_the_second_tensor_after_the_first_was_written():
     eng = Engine()
     x, y = _leaf(eng, [1.0, 1.0]), _leaf(eng, [1.0, 1.0, 1.0])
