@@ -723,43 +723,26 @@ _row(
 from . import gradapi  # noqa: E402  (rows at the end: one anchor in this file)
 
 # Tensor.register_hook with a hook that scales or shifts the gradient, returns
-# None, or is removed at once; the hook is bound to the tensor's grad_fn now
-for _n, (_tpl, _p, _k) in gradapi.HOOK_ROWS.items():
-    _row(
-        _n,
-        1,
-        _p,
-        _tpl,
-        "register_hook",
-        dtypes=FC,
-        returns=False,
-        param_kinds=("scalar",) * len(_p),
-    )
-# Tensor.register_post_accumulate_grad_hook (torch 2.1 on): leaves only
-for _n, (_tpl, _p, _k) in gradapi.POST_HOOK_ROWS.items():
-    _row(
-        _n,
-        1,
-        _p,
-        _tpl,
-        "register_post_hook",
-        dtypes=FC,
-        returns=False,
-        param_kinds=("scalar",) * len(_p),
-    )
+# None, or is removed at once (bound to the tensor's grad_fn now);
+# Tensor.register_post_accumulate_grad_hook (torch 2.1 on): leaves only;
 # torch.autograd.graph.Node.register_prehook / register_hook on t0.grad_fn (acc_:
 # on t0.grad_fn.next_functions[0][0]): bound to that node, run where it runs
-for _n, (_tpl, _p, _k) in gradapi.NODE_HOOK_ROWS.items():
-    _row(
-        _n,
-        1,
-        _p,
-        _tpl,
-        "register_node_hook",
-        dtypes=FC,
-        returns=False,
-        param_kinds=("scalar",) * len(_p),
-    )
+for _rows, _impl in (
+    (gradapi.HOOK_ROWS, "register_hook"),
+    (gradapi.POST_HOOK_ROWS, "register_post_hook"),
+    (gradapi.NODE_HOOK_ROWS, "register_node_hook"),
+):
+    for _n, (_tpl, _p, _k) in _rows.items():
+        _row(
+            _n,
+            1,
+            _p,
+            _tpl,
+            _impl,
+            dtypes=FC,
+            returns=False,
+            param_kinds=("scalar",) * len(_p),
+        )
 # torch.autograd.grad(..., create_graph=True): the gradient in a graph of its own
 # where its formula reads a tensor that requires grad; modelled for one op of
 # gradapi.SECOND on the input, real dtypes (the graph is kept: retain_graph)

@@ -54,6 +54,20 @@ def _hookable(draw, g: Growth) -> int:
     return x
 
 
+def _write_in_place(draw, g: Growth, t: int) -> None:
+    """An in-place write on t in grad mode, where one fits."""
+    writes = _fitting(("mul_s_", "add_s_", "exp_", "neg_"), g.pool[t])
+    if writes:
+        _apply_op(draw, g, draw(_one_of(writes)), t, no_grad=False)
+
+
+def _read_out(draw, g: Growth, y: int) -> int:
+    """What backward starts from: y, or now and then an op of y."""
+    if draw(_BOOLS):
+        return _apply_op(draw, g, draw(_one_of(("mul_s", "sum", "exp"))), y, no_grad=False) or y
+    return y
+
+
 def _motif_tensor_hooks(draw, g: Growth) -> None:
     """y = op(x) (y retained now and then); one to three hooks on x or on y,
     now and then an in-place write on y between them (hooks stay with the
@@ -70,12 +84,8 @@ def _motif_tensor_hooks(draw, g: Growth) -> None:
     for _ in range(draw(_ints(1, 3))):
         g.apply(_hook_step(draw, target))
         if target != x and not draw(_ints(0, 3)):
-            writes = _fitting(("mul_s_", "add_s_", "exp_", "neg_"), g.pool[target])
-            if writes:
-                _apply_op(draw, g, draw(_one_of(writes)), target, no_grad=False)
-    out = y
-    if draw(_BOOLS):
-        out = _apply_op(draw, g, draw(_one_of(("mul_s", "sum", "exp"))), y, no_grad=False) or y
+            _write_in_place(draw, g, target)
+    out = _read_out(draw, g, y)
     _backward(draw, g, out)
 
 
@@ -204,12 +214,8 @@ def _motif_node_hooks(draw, g: Growth) -> None:
         if not draw(_ints(0, 3)):  # a tensor hook, after the Node hooks before it
             g.apply(_hook_step(draw, draw(_one_of((x, y, y)))))
         if not draw(_ints(0, 4)):
-            writes = _fitting(("mul_s_", "add_s_", "exp_", "neg_"), g.pool[y])
-            if writes:
-                _apply_op(draw, g, draw(_one_of(writes)), y, no_grad=False)
-    out = y
-    if draw(_BOOLS):
-        out = _apply_op(draw, g, draw(_one_of(("mul_s", "sum", "exp"))), y, no_grad=False) or y
+            _write_in_place(draw, g, y)
+    out = _read_out(draw, g, y)
     if draw(_BOOLS):
         _backward(draw, g, out, retain=True)
     _backward(draw, g, out)
