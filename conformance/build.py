@@ -16,6 +16,7 @@ made it; docs/releases.md explains them.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ __all__ = [
     "in_releases",
     "is_missing_kernel",
     "lacks",
+    "missing_in",
     "oracle_release",
     "probe",
     "reset_missing",
@@ -280,6 +282,31 @@ def probe(
             found = MissingKernel(op, dtypes, device, backward, first)
     _PROBED[key] = found
     return found
+
+
+# torch's names (c10's ScalarType) of the dtypes whose kernels builds differ
+# in: the reduced-precision floats. A build without a float32 or int64
+# kernel is broken, not lacking; only for these is a kernel's absence read
+# from the error alone (`missing_in`), where no narrow probe can run.
+_REDUCED = {"Half": "float16", "BFloat16": "bfloat16", "ComplexHalf": "complex32"}
+_DISPATCH = re.compile(r'"(?P<kernel>[^"]+)" not implemented for \'(?P<dtype>[A-Za-z0-9]+)\'')
+
+
+def missing_in(error: BaseException | None, device: str) -> MissingKernel | None:
+    """The reduced-precision kernel a build lacks that an escaped error says
+    is absent ('"exp_vml_cpu" not implemented for 'Half''), in the error or
+    in what it was raised from (a failed check wrapping torch's error); None
+    for any other error. For a test that did not probe its op first: the
+    kernel's name stands for the op."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        found = _DISPATCH.search(str(error)) if isinstance(error, RuntimeError) else None
+        if found and found["dtype"] in _REDUCED:
+            first = str(error).strip().splitlines()[0]
+            return MissingKernel(found["kernel"], (_REDUCED[found["dtype"]],), device, False, first)
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def lacks(

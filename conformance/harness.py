@@ -31,6 +31,7 @@ class Coverage:
     dtypes: Counter = field(default_factory=Counter)
     steps: int = 0  # steps the differential checked in lockstep
     operators: dict[str, Any] = field(default_factory=dict)  # the schema sweep's verdicts
+    lacking: int = 0  # examples skipped whole: a kernel they reached is not in this build
 
     def as_dict(self) -> dict[str, Any]:
         out = {"examples": self.examples, "dtypes": dict(sorted(self.dtypes.items()))}

@@ -18,6 +18,8 @@ minute), and no `except Exception` on the way turns it into a torch outcome.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,3 +67,41 @@ def internal_error_in(error: BaseException | None) -> InternalError | None:
         if current.__cause__ is not None:
             stack.append(current.__cause__)
     return None
+
+
+def _torch_package() -> str | None:
+    """Where torch's Python code lies, found without importing torch (this
+    module must not: the reports read it)."""
+    spec = importlib.util.find_spec("torch")
+    origin = spec.origin if spec is not None else None
+    return os.path.dirname(origin) + os.sep if origin else None
+
+
+_TORCH = _torch_package()
+
+
+def raised_inside_torch(error: BaseException) -> bool:
+    """Whether the innermost frame that raised `error` is torch's own Python
+    code (torch/autograd/grad_mode.py, torch/_dynamo/...)."""
+    tb = error.__traceback__
+    if tb is None or _TORCH is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_TORCH)
+
+
+def suite_fault(error: BaseException) -> bool:
+    """Whether an exception that escaped a test's example is the suite's bug
+    rather than torch's answer. The rules speak of torch's errors as
+    RuntimeErrors (the class every refusal of autograd, views and kernels
+    has, NotImplementedError included), and torch's Python code may raise
+    anything; an exception of another class from the suite's own lines (an
+    AttributeError for an API this release lacks, a KeyError, a NumPy
+    error, a TypeError from calling torch with arguments it does not take)
+    breaks no rule of torch's."""
+    if isinstance(error, (AssertionError, RuntimeError, *_CONTROL_FLOW)):
+        return False  # a failed check, torch's refusal, Hypothesis's flow
+    if not isinstance(error, Exception):
+        return False  # pytest's outcomes, a hang, a crash, an InternalError
+    return not raised_inside_torch(error)

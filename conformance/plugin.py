@@ -17,10 +17,10 @@ import pytest
 import torch
 from hypothesis import Phase, settings
 
-from conformance import evidence, harness, known_failures, not_in_build, watch
+from conformance import build, evidence, harness, known_failures, not_in_build, watch
 from conformance.check import InvariantViolation
 from conformance.compiled import targets as compile_targets
-from conformance.internal import internal_error_in
+from conformance.internal import InternalError, internal_error_in, suite_fault
 from conformance.invariants import INVARIANTS
 from conformance.known_failures import KnownFailure
 from conformance.nodeids import device_of, invariants_of
@@ -452,6 +452,8 @@ def pytest_runtest_call(item: pytest.Item):
         return
     inner = hypothesis.inner_test
     context = _replay_context(item)
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    device = params.get("device", "cpu")
 
     def each_example(*args, **kwargs):
         with watch.example(item.nodeid, context):
@@ -461,6 +463,12 @@ def pytest_runtest_call(item: pytest.Item):
                 cause = error.__cause__ if isinstance(error, InvariantViolation) else error
                 if cause is not None and watch.out_of_memory(cause):
                     raise watch.ExampleCrashed(f"torch ran out of memory: {cause}") from error
+                if (missing := build.missing_in(error, device)) is not None:
+                    build.MISSING[missing.reason] += 1  # this example is skipped, and counted
+                    harness.COVERAGE.lacking += 1
+                    return None
+                if suite_fault(error):
+                    raise InternalError("running the test's example", error) from error
                 raise
 
     hypothesis.inner_test = each_example
@@ -492,6 +500,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.when != "call":
         return
     report.user_properties.append(("coverage", harness.COVERAGE.as_dict()))
+    _skipped_if_nothing_ran(item, report)
     if call.excinfo is not None and (problem := _problem(call.excinfo.value)) is not None:
         report.user_properties.append(("problem", problem))
         return
@@ -507,6 +516,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                 report.user_properties.append(("example", v.example))
             if v.repro or v.example:
                 break
+
+
+def _skipped_if_nothing_ran(item: pytest.Item, report: pytest.TestReport) -> None:
+    """A test that passed only because every example it drew reached a kernel
+    the build lacks checked nothing: skipped, with the kernels as its reason."""
+    ran = harness.COVERAGE
+    if not report.passed or not ran.examples or ran.lacking < ran.examples:
+        return
+    path, line, _ = item.location
+    report.outcome = "skipped"
+    report.longrepr = (path, (line or 0) + 1, "Skipped: " + "; ".join(build.MISSING))
 
 
 def _replay_context(item: pytest.Item) -> dict:

@@ -48,7 +48,8 @@ def _read_as(raw: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def _itemsize(dtype: str) -> int:
-    return TORCH_DTYPES[dtype].itemsize
+    # (torch.dtype.itemsize is new in 2.1; element_size() is in every release)
+    return torch.empty(0, dtype=TORCH_DTYPES[dtype]).element_size()
 
 
 def _layout(shape, strides, offset, old: str, new: str):

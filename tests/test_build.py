@@ -103,6 +103,62 @@ def test_a_missing_kernel_is_skipped_and_counted_never_violated(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_missing_kernel_a_test_did_not_probe_is_skipped_and_counted(tmp_path):
+    # grad.create_graph calls x.exp() without asking the build first: the
+    # kernel's own error names it, and the example is skipped, not failed
+    run = run_suite(
+        "--invariants", "grad.create_graph",
+        "--dtypes", "float16,float32",
+        "--profile", "planted",
+        "--workers", "0",
+        plant="no_exp@float16",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert not run.violated
+    assert "not in this build: exp_vml_cpu for float16 on cpu (skipped" in run.stdout
+
+
+def test_a_test_whose_every_example_lacked_a_kernel_is_skipped():
+    from types import SimpleNamespace
+
+    from conformance import harness, plugin
+
+    harness.reset_coverage()
+    build.MISSING["not in this build: exp_vml_cpu for float16 on cpu"] += 2
+    harness.COVERAGE.examples = harness.COVERAGE.lacking = 2
+    item = SimpleNamespace(location=("conformance/test_gradapi.py", 200, "test"))
+    report = SimpleNamespace(passed=True, outcome="passed", longrepr=None)
+    plugin._skipped_if_nothing_ran(item, report)
+    assert report.outcome == "skipped"
+    assert report.longrepr[2] == "Skipped: not in this build: exp_vml_cpu for float16 on cpu"
+    # one example that ran is a check made: the test keeps its outcome
+    harness.COVERAGE.examples = 3
+    report = SimpleNamespace(passed=True, outcome="passed", longrepr=None)
+    plugin._skipped_if_nothing_ran(item, report)
+    assert report.outcome == "passed"
+    harness.reset_coverage()
+
+
+def test_an_escaped_error_names_a_reduced_precision_kernel_the_build_lacks():
+    from conformance.check import InvariantViolation
+
+    torch_error = RuntimeError("\"sin_vml_cpu\" not implemented for 'Half'")
+    try:
+        try:
+            raise torch_error
+        except RuntimeError as error:
+            raise InvariantViolation("grad.create_graph", f"x.sin() raised: {error}") from error
+    except InvariantViolation as wrapped:
+        found = build.missing_in(wrapped, "cpu")
+    assert found is not None and found.reason == "not in this build: sin_vml_cpu for float16 on cpu"
+    # a float32 kernel that says it is missing is a broken build, not a lacking one
+    assert (
+        build.missing_in(RuntimeError("\"sin_vml_cpu\" not implemented for 'Float'"), "cpu") is None
+    )
+    assert build.missing_in(ValueError("\"sin\" not implemented for 'Half'"), "cpu") is None
+
+
+@pytest.mark.slow
 def test_a_kernel_that_exists_and_says_it_is_missing_is_a_violation():
     # the same error, raised only for non-contiguous inputs: the narrow probe
     # (fresh contiguous operands) finds the kernel, so the rule is broken
