@@ -23,6 +23,9 @@ from typing import Any
 from conformance.invariants import CATALOGUE
 
 HELD, VIOLATED, SKIPPED, XFAILED, NOT_RUN = "held", "violated", "skipped", "xfailed", "not run"
+# A rule whose catalogue `versions` leave the build out: nothing was checked
+# (its API may not exist), so it is never held, whatever wide tests ran.
+NOT_APPLICABLE = "not applicable"
 # Tests that did not finish: their own statuses, as outcomes and as cell statuses.
 CRASHED, HUNG, INTERNAL = "crashed", "hung", "internal error"
 UNFINISHED = (CRASHED, HUNG, INTERNAL)
@@ -31,7 +34,7 @@ UNFINISHED = (CRASHED, HUNG, INTERNAL)
 FOCUSED = 3
 # Worst first: the order in which a cell, or an invariant over devices, takes
 # its status from its tests. A new status goes where it ranks.
-SEVERITY = (VIOLATED, INTERNAL, CRASHED, HUNG, XFAILED, HELD, SKIPPED, NOT_RUN)
+SEVERITY = (VIOLATED, INTERNAL, CRASHED, HUNG, XFAILED, HELD, SKIPPED, NOT_APPLICABLE, NOT_RUN)
 
 
 @dataclass
@@ -120,16 +123,28 @@ def _cell_status(invariant: str, tests: list[TestOutcome]) -> str:
     return NOT_RUN  # only wide tests that did not finish: nothing known either way
 
 
-def table(outcomes: Iterable[TestOutcome]) -> dict[str, dict[str, Cell]]:
-    """invariant ID -> device -> Cell, for every invariant in the catalogue."""
+# What a rule outside the build's versions shows instead: a violation or a
+# test that did not finish is still shown, as something to look at.
+_NOT_CHECKED = (HELD, XFAILED, SKIPPED, NOT_RUN)
+
+
+def table(
+    outcomes: Iterable[TestOutcome], torch_version: str | None = None
+) -> dict[str, dict[str, Cell]]:
+    """invariant ID -> device -> Cell, for every invariant in the catalogue;
+    with the build's `torch_version`, the cells of a rule whose `versions`
+    leave it out are "not applicable"."""
     cells: dict[str, dict[str, Cell]] = {inv.id: {} for inv in CATALOGUE}
     for outcome in outcomes:
         for invariant in outcome.invariants:
             if invariant in cells:
                 cells[invariant].setdefault(outcome.device, Cell()).tests.append(outcome)
-    for invariant, by_device in cells.items():
-        for cell in by_device.values():
-            cell.status = _cell_status(invariant, cell.tests)
+    for inv in CATALOGUE:
+        applies = torch_version is None or inv.applies_to(torch_version)
+        for cell in cells[inv.id].values():
+            cell.status = _cell_status(inv.id, cell.tests)
+            if not applies and cell.status in _NOT_CHECKED:
+                cell.status = NOT_APPLICABLE
     return cells
 
 
@@ -140,7 +155,7 @@ def overall(by_device: dict[str, Cell]) -> str:
 
 
 def summary(cells: dict[str, dict[str, Cell]]) -> dict[str, int]:
-    counts = {HELD: 0, VIOLATED: 0, XFAILED: 0, SKIPPED: 0, NOT_RUN: 0}
+    counts = {HELD: 0, VIOLATED: 0, XFAILED: 0, SKIPPED: 0, NOT_APPLICABLE: 0, NOT_RUN: 0}
     counts |= dict.fromkeys(UNFINISHED, 0)
     for by_device in cells.values():
         counts[overall(by_device)] += 1

@@ -798,7 +798,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def _unexpectedly_holding(config: pytest.Config) -> list[KnownFailure]:
     """Listed entries whose invariant was tested on their device and held."""
-    cells = table(OUTCOMES.values())
+    cells = table(OUTCOMES.values(), torch.__version__)
     holding = []
     for entry in config.stash.get(_KNOWN, []):
         if entry.operator is not None or entry.status is not None:
@@ -836,7 +836,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    cells = table(OUTCOMES.values())
+    cells = table(OUTCOMES.values(), torch.__version__)
     counts = summary(cells)
     write = terminalreporter.write_line
     terminalreporter.section("invariants")

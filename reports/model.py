@@ -183,7 +183,7 @@ def build_report(
     torch = build["torch"]
     records = list(records)
     outcomes = merged(records)
-    cells = table(outcomes.values())
+    cells = table(outcomes.values(), torch)
     operators = operator_table(outcomes.values())
     status_counts = summary(cells)
     by_status = unfinished(outcomes.values())

@@ -12,6 +12,7 @@ from conformance.outcomes import (
     HELD,
     HUNG,
     INTERNAL,
+    NOT_APPLICABLE,
     NOT_RUN,
     SKIPPED,
     UNFINISHED,
@@ -19,7 +20,7 @@ from conformance.outcomes import (
     XFAILED,
 )
 
-STATUSES = (HELD, VIOLATED, CRASHED, HUNG, INTERNAL, SKIPPED, XFAILED, NOT_RUN)
+STATUSES = (HELD, VIOLATED, CRASHED, HUNG, INTERNAL, SKIPPED, XFAILED, NOT_APPLICABLE, NOT_RUN)
 
 
 def status_class(status: str) -> str:

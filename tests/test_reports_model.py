@@ -291,6 +291,28 @@ def test_a_test_of_many_rules_is_xfailed_only_for_the_listed_rule_it_broke():
     assert cells["view.write_visible"]["cpu"].status == HELD
 
 
+def test_a_rule_outside_the_builds_versions_is_not_applicable_never_held():
+    from conformance.invariants import INVARIANTS
+    from conformance.outcomes import HELD, NOT_APPLICABLE, VIOLATED, summary, table
+
+    newer = next(i for i in INVARIANTS.values() if i.versions.startswith(">=2.1"))
+    ran = samples.record("test_differential.py::test_agrees", (newer.id,), "passed").outcome
+    assert table([ran], "2.13.0")[newer.id]["cpu"].status == HELD
+    cells = table([ran], "2.0.1+cu117")
+    assert cells[newer.id]["cpu"].status == NOT_APPLICABLE
+    counts = summary(cells)
+    assert counts[NOT_APPLICABLE] == 1 and counts[HELD] == 0
+    # a violation is still shown: something to look at, not a rule checked
+    broke = samples.record("test_x.py::test_y", (newer.id,), "failed", violated=(newer.id,))
+    assert table([broke.outcome], "2.0.1")[newer.id]["cpu"].status == VIOLATED
+    old = dict(samples.BUILD, torch="2.0.1+cu117")
+    report = build_report([samples.record("t.py::t", (newer.id,), "passed")], build=old, run={})
+    assert report["invariants"][newer.id]["status"] == NOT_APPLICABLE
+    assert (
+        report["summary"]["not applicable"] >= 1 and "not applicable" in report["summary"]["text"]
+    )
+
+
 def test_the_report_lists_what_the_build_lacks():
     outcome = samples.record("test_ops.py::test_values", ("ops.values",), "passed").outcome
     outcome.coverage["not_in_build"] = {"not in this build: x.exp() for float16 on cpu": 3}
