@@ -16,6 +16,8 @@ import torch
 
 from conformance.invariants import INVARIANTS
 from oracle.dtypes import round_to
+from oracle.tolerances import TABLE as TOLERANCE_TABLE
+from oracle.tolerances import tolerance
 from strategies.dtypes import DTYPES
 from strategies.tensors import DTYPE_NAMES, to_numpy
 
@@ -128,14 +130,8 @@ def attributed_to(invariant: str, what: str) -> Iterator[None]:
         raise InvariantViolation(invariant, f"{what} raised: {error}") from error
 
 
-TOLERANCES: dict[str, tuple[float, float]] = {
-    "float16": (4e-3, 4e-3),
-    "bfloat16": (3e-2, 3e-2),
-    "float32": (1e-5, 1e-6),
-    "float64": (1e-10, 1e-12),
-    "complex64": (1e-5, 1e-6),
-    "complex128": (1e-10, 1e-12),
-}
+# (rtol, atol) per floating dtype: the one table, oracle.tolerances
+TOLERANCES: dict[str, tuple[float, float]] = {d: tolerance(d) for d in TOLERANCE_TABLE}
 
 
 def close(

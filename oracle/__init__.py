@@ -1,11 +1,12 @@
 """A NumPy reference model of PyTorch's eager autograd, aliasing and version counters."""
 
-from .dtypes import DTYPES, tolerance
+from .dtypes import DTYPES
 from .engine import Engine
 from .errors import ErrorKind, OracleError, classify
 from .ops import OPS, OpSpec
 from .releases import NEWEST, Release
 from .tensor import OTensor, Storage, VersionCounter
+from .tolerances import tolerance
 
 __all__ = [
     "DTYPES",

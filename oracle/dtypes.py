@@ -1,4 +1,4 @@
-"""Dtypes: kinds, compute dtypes, rounding to the declared dtype, tolerances."""
+"""Dtypes: kinds, compute dtypes, rounding to the declared dtype."""
 
 from __future__ import annotations
 
@@ -34,14 +34,6 @@ _NARROW = {
     for d in ("float16", "float32", "complex64", "uint8", "int8", "int16", "int32")
 }
 REAL_OF = {"complex64": "float32", "complex128": "float64"}
-_TOL = {
-    "float16": (1e-2, 1e-3),
-    "bfloat16": (5e-2, 1e-2),
-    "float32": (1e-4, 1e-6),
-    "float64": (1e-7, 1e-10),
-    "complex64": (1e-4, 1e-6),
-    "complex128": (1e-7, 1e-10),
-}
 
 
 def kind(dtype: str) -> str:
@@ -54,11 +46,6 @@ def compute_dtype(dtype: str) -> type:
 
 def differentiable(dtype: str) -> bool:
     return KIND[dtype] in ("float", "complex")
-
-
-def tolerance(dtype: str) -> tuple[float, float]:
-    """(rtol, atol) for comparing values of this dtype; integers and bool are exact."""
-    return _TOL.get(dtype, (0.0, 0.0))
 
 
 # uint64 constants, never Python ints: NumPy 1.x casts a 0-d uint64 array with

@@ -85,7 +85,10 @@ def scatter_bwd(g: np.ndarray, p: tuple, src_shape: tuple) -> tuple:
 
 
 ROWS = {
-    # name: (torch call, params, forward, backward, arity, dtype kinds)
+    # name: (torch call, params, forward, backward, arity, dtype kinds).
+    # masked_fill_, index_add_, index_copy_ and scatter_ take their mask or
+    # index on self's device (on CUDA a CPU one is refused); x[idx] and
+    # index_put_ take a CPU index on any device.
     "setitem_t": (
         "{t0}[torch.tensor({p0}, dtype=torch.long)] = {t1}",
         ("index",),
@@ -101,28 +104,28 @@ ROWS = {
         2,
     ),
     "masked_fill_": (
-        "{t0}.masked_fill_(torch.tensor({p0}, dtype=torch.bool), {p1})",
+        "{t0}.masked_fill_(torch.tensor({p0}, dtype=torch.bool, device={t0}.device), {p1})",
         ("mask", "value"),
         mask_fwd,
         mask_bwd,
         1,
     ),
     "index_add_": (
-        "{t0}.index_add_({p0}, torch.tensor({p1}, dtype=torch.long), {t1})",
+        "{t0}.index_add_({p0}, torch.tensor({p1}, dtype=torch.long, device={t0}.device), {t1})",
         ("dim", "index"),
         add_fwd,
         add_bwd,
         2,
     ),
     "index_copy_": (
-        "{t0}.index_copy_({p0}, torch.tensor({p1}, dtype=torch.long), {t1})",
+        "{t0}.index_copy_({p0}, torch.tensor({p1}, dtype=torch.long, device={t0}.device), {t1})",
         ("dim", "index"),
         copy_fwd,
         copy_bwd,
         2,
     ),
     "scatter_": (
-        "{t0}.scatter_({p0}, torch.tensor({p1}, dtype=torch.long), {t1})",
+        "{t0}.scatter_({p0}, torch.tensor({p1}, dtype=torch.long, device={t0}.device), {t1})",
         ("dim", "index"),
         scatter_fwd,
         scatter_bwd,

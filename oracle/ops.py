@@ -56,6 +56,7 @@ class OpSpec:
     cross_dtype: bool = False  # t1 may have another dtype than t0
     max_ndim: int | None = None  # operand ranks modelled exactly (matmul: 2)
     multi_output: bool = False  # one output of an op that returns several views
+    sums: bool = False  # the result sums terms: compared to their magnitude (oracle.tolerances)
 
     @property
     def bump(self) -> int:
@@ -487,6 +488,7 @@ _row(
     "pointwise",
     check=_reduce_check,
     layout="contiguous",
+    sums=True,
     fwd=lambda xs, p, dt: np.sum(xs[0]),
     bwd=lambda g, sv, p, n, s: [_expand(g, s[0])],
 )
@@ -499,6 +501,7 @@ _row(
     dtypes=FC,
     check=_reduce_check,
     layout="contiguous",
+    sums=True,
     fwd=lambda xs, p, dt: xs[0].mean() if xs[0].size else xs[0].sum() * np.nan,
     bwd=lambda g, sv, p, n, s: [_expand(g, s[0], float(numel(s[0])))],
 )
@@ -511,6 +514,7 @@ _row(
     check=_reduce_check,
     layout="contiguous",
     param_kinds=("dim",),
+    sums=True,
     fwd=lambda xs, p, dt: xs[0].sum(views.wrap_dim(p[0], xs[0].ndim)) if xs[0].ndim else xs[0],
     bwd=lambda g, sv, p, n, s: [
         _expand(np.expand_dims(g, views.wrap_dim(p[0], len(s[0]))) if s[0] else g, s[0])
@@ -526,6 +530,7 @@ _row(
     saves=MUL_SAVES,
     check=_mm_check,
     layout="contiguous",
+    sums=True,
     fwd=lambda xs, p, dt: xs[0] @ xs[1],
     bwd=_matmul_bwd,
 )
@@ -540,6 +545,7 @@ _row(
     check=_matmul_check,
     layout="contiguous",
     max_ndim=2,
+    sums=True,
     fwd=lambda xs, p, dt: np.matmul(xs[0], xs[1]),
     bwd=_matmul_bwd,
 )

@@ -19,7 +19,7 @@ from conformance.check import close
 from conformance.compiled.program import CompiledProgram
 from conformance.compiled.run import Outcome, Snapshot, Trace
 from conformance.differential.observe import RAISES
-from oracle import tolerance
+from oracle.tolerances import compiled_tolerance
 
 ERROR_CLASS_HOLDS = "compile.raises"
 UNDOCUMENTED = "unclassified"  # observe.error_kind's prefix for an error of no known class
@@ -209,7 +209,7 @@ def _increased(before, after) -> object:
 def _close(a: np.ndarray, b: np.ndarray, dtype: str, grad: bool = False) -> bool:
     if a.shape != b.shape:
         return False
-    rtol, atol = tolerance(dtype)
+    rtol, atol = compiled_tolerance(dtype)
     if grad:  # fused backward kernels round differently (docs/compile.md)
         rtol, atol = 4 * rtol, 4 * atol
     return close(b, a, dtype, (rtol, atol))

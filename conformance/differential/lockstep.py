@@ -36,6 +36,7 @@ from conformance.differential.observe import (
 from conformance.differential.torch_calls import compiled
 from conformance.internal import suite_code
 from oracle import OPS, Engine, OracleError, OTensor, tolerance
+from oracle.tolerances import part_atol, summed_atol
 from strategies.dtypes import LARGEST_FINITE, UNIT_ROUNDOFF
 from strategies.programs import Leaf, Program, Step
 from strategies.tensors import TORCH_DTYPES
@@ -427,8 +428,7 @@ def _compare_pool(
             return d
     for i in live:
         o, t = ours[i], theirs[i]
-        # a result cast into another dtype: the coarser tolerance of the two
-        tolerated = max(tolerance(o.dtype), tolerance(run.oracle_pool[i].computed_in or o.dtype))
+        tolerated = _value_tolerance(run, step, number, i, o.dtype)
         if step.op in ("autograd_grad", "grad_cg") and run.origins[i].step == number:
             fed = feeding(run, step)  # a gradient it returned: a .grad's tolerance
             on_path = [ours[k] for k in fed if k < len(ours)]
@@ -534,6 +534,44 @@ def _compare_pool(
             )
     _resync(run, ours, theirs, live)
     return None
+
+
+def _value_tolerance(run: Run, step: Step, number: int, i: int, dtype: str) -> tuple:
+    """(rtol, atol) for pool tensor i's values after step `number`
+    (oracle.tolerances): a result cast into another dtype takes the coarser
+    tolerance of the two; this step's sum of terms, and a float part of
+    complex memory, an absolute part besides."""
+    tensor = run.oracle_pool[i]
+    rtol, atol = max(tolerance(dtype), tolerance(tensor.computed_in or dtype))
+    spec = OPS.get(step.op)
+    if spec is not None and spec.sums and run.origins[i].step == number:
+        operands = [np.abs(run.oracle_pool[k].values()) for k in step.tensors[: spec.arity]]
+        with suite_code(f"the magnitude of {step.op}'s terms"):
+            terms = np.abs(spec.fwd(operands, tuple(step.params), dtype))
+        finite = terms[np.isfinite(terms)] if np.ndim(terms) else np.array([terms])
+        atol += summed_atol(dtype, float(finite.max())) if finite.size else 0.0
+    if dtype in PART_OF and _read_as_complex(run, tensor):
+        buf = tensor.storage.buf
+        parts = np.abs(buf[np.isfinite(buf)])
+        # (|z| is at most twice its largest part; a complex buffer gives |z| itself)
+        largest = float(parts.max()) * (1 if buf.dtype.kind == "c" else 2) if parts.size else 0.0
+        atol += part_atol(PART_OF[dtype], largest)
+    return rtol, atol
+
+
+def _read_as_complex(run: Run, tensor: OTensor) -> bool:
+    """Whether the tensor's memory holds complex numbers (x.real of a complex
+    x) or is read as such (x of torch.view_as_complex(x)): a complex op may
+    have written its parts."""
+    storage = tensor.storage
+    if storage.buf.dtype.kind == "c":
+        return True
+    return any(t.storage is storage and t.dtype in COMPLEX for t in run.oracle_pool)
+
+
+# The complex dtype whose parts a float dtype is.
+PART_OF = {"float32": "complex64", "float64": "complex128"}
+COMPLEX = frozenset(PART_OF.values())
 
 
 def _resync(run: Run, ours: list[Observed], theirs: list[Observed], live: list[int]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import torch
@@ -33,8 +34,17 @@ class Observed:
     base: int | None  # pool index of _base; -1 when not in the pool; None without one
 
 
-def _device(device: torch.device) -> str:
-    return device.type if device.index is None or device.type == "cpu" else str(device)
+@cache
+def _device(device: torch.device | str) -> str:
+    """One spelling of a device for both sides: a program's plain "cuda" is
+    the current device, which its tensors report as "cuda:0"."""
+    device = torch.device(device)
+    if device.type == "cpu":
+        return "cpu"
+    if device.index is None:
+        index = torch.cuda.current_device() if device.type == "cuda" else 0
+        device = torch.device(device.type, index)
+    return str(device)
 
 
 def storages_torch(pool: list[torch.Tensor]) -> list[int]:
@@ -140,7 +150,7 @@ def observe_oracle(pool: list[OTensor], only: list[int] | None = None) -> list[O
             Observed(
                 tuple(t.shape),
                 t.dtype,
-                t.device,
+                _device(t.device),
                 values,
                 tuple(t.strides),
                 requires_grad,
@@ -149,7 +159,7 @@ def observe_oracle(pool: list[OTensor], only: list[int] | None = None) -> list[O
                 None if grad is None else np.array(grad),
                 None
                 if grad is None
-                else (tuple(np.shape(grad)), t.grad_dtype or t.dtype, t.device),
+                else (tuple(np.shape(grad)), t.grad_dtype or t.dtype, _device(t.device)),
                 version,
                 id(t.storage),
                 None if t.base is None else index.of(t.base),
