@@ -838,7 +838,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "resize.in_place",
         "x.resize_(shape) returns x with that shape, contiguous over the same storage (grown "
         "in place when too small), its elements in storage order kept; x's version goes up "
-        "when the shape changes (from torch 2.1; a resize_ to the same shape changes nothing).",
+        "when the shape changes (a resize_ to the same shape changes nothing).",
         "Resizes self tensor to the specified size. If the number of elements is larger than "
         "the current storage size, then the underlying storage is resized to fit the new "
         "number of elements. If the number of elements is smaller, the underlying storage is "
@@ -874,7 +874,6 @@ CATALOGUE: tuple[Invariant, ...] = (
         "`_foreach_foo_` and each `grad_fn` is `FooBackward`.",
         "tools/autograd/gen_variable_type.py (pytorch/pytorch#96405, per-Tensor grad_fn for "
         "in-place foreach functions)",
-        versions=">=2.1",
     ),
     # --- the wider autograd surface (issue 10): gradient APIs ----------------------------
     Invariant(
@@ -955,9 +954,7 @@ CATALOGUE: tuple[Invariant, ...] = (
     Invariant(
         "grad.retain_grad_follows_writes",
         "A retained non-leaf's .grad adds up over backward calls; after an in-place write to "
-        "it, or (from torch 2.3) through a view of it, .grad is the gradient of its newest "
-        "version (before 2.3, a write through a view leaves it the gradient of the version "
-        "before the write).",
+        "it, or through a view of it, .grad is the gradient of its newest version.",
         "If there is a retains_grad hook registered, move that from the old cpp_hooks_list_ "
         "to the new one",
         "torch/csrc/autograd/variable.cpp (update_tensor_hooks_on_new_gradfn)",

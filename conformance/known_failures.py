@@ -10,6 +10,10 @@ the reason and an upstream link:
     reason = "int_tensor.fill_(t) with a 0-d t that requires grad records FillBackward"
     link = "https://github.com/pytorch/pytorch/issues/76008"
 
+A bug of older releases that a later one fixed names that release in `fixed`
+("2.1"): the run then says "known failure, fixed in 2.1", and a build at or
+after it that still fails is not excused (`versions` must end before it).
+
 Entries for torch.compile (--compile) may also name a `target` (a backend:
 the entry holds for that report column only), `ops` (op names the failing
 minimal program must all use) and `message` (a substring of the failure's
@@ -46,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 
 from conformance.invariants import INVARIANTS, Invariant
 
@@ -86,6 +91,8 @@ class KnownFailure:
     status: str | None = None
     test: str | None = None
     example: tuple[str, ...] | None = None
+    # the release that fixed the bug ("2.1"), where known
+    fixed: str | None = None
 
     def applies_to_build(self, torch_version: str) -> bool:
         if self.versions is None:
@@ -145,7 +152,8 @@ class KnownFailure:
         return f"{subject}{scope}"
 
     def xfail_reason(self) -> str:
-        return f"known failure {self.label}: {self.reason} ({self.link})"
+        fixed = f", fixed in {self.fixed}" if self.fixed else ""
+        return f"known failure {self.label}{fixed}: {self.reason} ({self.link})"
 
 
 _FIELDS = {
@@ -162,6 +170,7 @@ _FIELDS = {
     "status",
     "test",
     "example",
+    "fixed",
 }
 CRASHED = "crashed"
 
@@ -196,6 +205,8 @@ def load(path: Path) -> list[KnownFailure]:
                 raise KnownFailuresError(
                     f"{where}: versions {entry['versions']!r} is not a version specifier"
                 ) from None
+        if "fixed" in entry:
+            _check_fixed(where, entry)
         lists = {}
         for key in ("ops", "example"):
             value = entry.pop(key, None)
@@ -208,6 +219,19 @@ def load(path: Path) -> list[KnownFailure]:
         fields.setdefault("invariant", "")
         found.append(KnownFailure(where=where, **lists, **fields))
     return found
+
+
+def _check_fixed(where: str, entry: dict) -> None:
+    """`fixed` is a release, and the entry's `versions` stop before it."""
+    try:
+        fixed = Version(str(entry["fixed"]))
+    except InvalidVersion:
+        raise KnownFailuresError(f"{where}: fixed {entry['fixed']!r} is not a release") from None
+    if fixed in SpecifierSet(entry.get("versions", "")):
+        raise KnownFailuresError(
+            f"{where}: fixed in {entry['fixed']}, but its versions "
+            f"{entry.get('versions', '(all)')!r} include that release"
+        )
 
 
 def load_all(paths: list[Path]) -> list[KnownFailure]:

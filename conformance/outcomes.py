@@ -86,6 +86,7 @@ class Cell:
 
     status: str = NOT_RUN
     tests: list[TestOutcome] = field(default_factory=list)
+    invariant: str = ""
 
     @property
     def examples(self) -> int:
@@ -102,6 +103,20 @@ class Cell:
     @property
     def reasons(self) -> list[str]:
         return sorted({t.message for t in self.tests if t.outcome == "skipped" and t.message})
+
+    @property
+    def known(self) -> list[str]:
+        """The known failures this cell's rule was xfailed by: each entry's
+        reason, "known failure X, fixed in 2.1: ... (link)"."""
+        found = {
+            t.message
+            for t in self.tests
+            if t.outcome == "xfailed"
+            and t.message
+            and (not t.violated or self.invariant in t.violated)
+        }
+        found |= {t.problem["known"] for t in self.tests if self.invariant in t.known_crash_on}
+        return sorted(found)
 
 
 def _cell_status(invariant: str, tests: list[TestOutcome]) -> str:
@@ -138,7 +153,8 @@ def table(
     for outcome in outcomes:
         for invariant in outcome.invariants:
             if invariant in cells:
-                cells[invariant].setdefault(outcome.device, Cell()).tests.append(outcome)
+                cell = cells[invariant].setdefault(outcome.device, Cell(invariant=invariant))
+                cell.tests.append(outcome)
     for inv in CATALOGUE:
         applies = torch_version is None or inv.applies_to(torch_version)
         for cell in cells[inv.id].values():

@@ -604,6 +604,8 @@ def _outcome_of(report: pytest.TestReport) -> str:
 
 
 def _message(report: pytest.TestReport) -> str:
+    if hasattr(report, "wasxfail") and report.skipped:
+        return str(report.wasxfail)  # the known-failure entries' reasons
     if report.skipped and isinstance(report.longrepr, tuple):
         return str(report.longrepr[2]).removeprefix("Skipped: ")
     if report.failed:
@@ -855,6 +857,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             if cell.status == VIOLATED:
                 first = next(t for t in cell.tests if invariant in t.broken)
                 write(f"VIOLATED {invariant} [{device}]: {first.message}", red=True)
+    for invariant, by_device in cells.items():
+        for device, cell in by_device.items():
+            for reason in cell.known if cell.status == XFAILED else ():
+                write(f"XFAILED {invariant} [{device}]: {reason}", yellow=True)
     by_status = unfinished(OUTCOMES.values())
     _write_unfinished(terminalreporter, by_status)
     parts = [f"{n} {status}" for status, n in counts.items() if n]

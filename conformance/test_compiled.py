@@ -6,8 +6,6 @@ minimized, named by invariant, and comes with a standalone repro script."""
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
@@ -25,6 +23,7 @@ from conformance.differential.listing import listing
 from conformance.differential.lockstep import execute as lockstep
 from conformance.harness import Example
 from conformance.invariants import CATALOGUE
+from conformance.known_search import SEEN, keep, reports_known_at_the_end
 from conformance.plugin import known_failure_entries
 
 COMPILE_IDS = tuple(inv.id for inv in CATALOGUE if inv.family == "compile")
@@ -35,35 +34,6 @@ EAGER_IDS = tuple(inv.id for inv in CATALOGUE if inv.family != "compile")
 SHARDS = 4
 MINIMIZE_ATTEMPTS = 20  # compilations spent on a failure at most
 EXAMPLES_PER_SHARD = 0.25  # times the profile's max_examples
-
-
-# Divergences on the known-failure lists, seen during this test: the search
-# goes on past them (they are frequent), and the first is reported at the end,
-# where the plugin turns it into an expected failure.
-_SEEN: list[tuple[InvariantViolation, set[str], set[str]]] = []
-
-
-def _reports_known_at_the_end(test):
-    @functools.wraps(test)
-    def run_all(*args, **kwargs):
-        _SEEN.clear()
-        test(*args, **kwargs)
-        if _SEEN:
-            violation, ops, dtypes = _SEEN[0]
-            harness.LAST_EXAMPLE_OPS.clear()
-            harness.LAST_EXAMPLE_OPS.update(ops)
-            harness.LAST_EXAMPLE_DTYPES.clear()
-            harness.LAST_EXAMPLE_DTYPES.update(dtypes)
-            raise violation
-
-    return run_all
-
-
-def _known(violation: InvariantViolation, column: str, ops: set[str], dtypes: set[str]) -> bool:
-    text = str(violation)
-    return any(
-        e.covers(violation.invariant, column, dtypes, ops, text) for e in known_failure_entries()
-    )
 
 
 def _known_before_minimizing(divergence, column: str, program) -> bool:
@@ -80,7 +50,7 @@ def _known_before_minimizing(divergence, column: str, program) -> bool:
 
 @pytest.mark.invariant(*COMPILE_IDS, *EAGER_IDS)
 @pytest.mark.parametrize("shard", range(SHARDS))
-@_reports_known_at_the_end
+@reports_known_at_the_end
 @given(data=st.data())
 @settings(
     max_examples=max(1, int(settings.default.max_examples * EXAMPLES_PER_SHARD)),
@@ -105,7 +75,7 @@ def test_compiled_agrees_with_eager(device, target: Target, shard, data):
     divergence = compare(program, execute(program, None), execute(program, target))
     if divergence is None:
         return
-    if _SEEN and _known_before_minimizing(divergence, column(device, target.name), program):
+    if SEEN and _known_before_minimizing(divergence, column(device, target.name), program):
         return  # one known failure is reported already: no need to minimize another
     program, divergence = minimize(program, target, divergence, attempts_left=MINIMIZE_ATTEMPTS)
     harness.LAST_EXAMPLE_OPS.clear()
@@ -119,8 +89,6 @@ def test_compiled_agrees_with_eager(device, target: Target, shard, data):
         example=example,
         repro=script,
     )
-    dtypes = set(harness.LAST_EXAMPLE_DTYPES)
-    if _known(violation, column(device, target.name), program.ops, dtypes):
-        _SEEN.append((violation, program.ops, dtypes))
+    if keep(violation, column(device, target.name), program.ops):
         return
     raise violation

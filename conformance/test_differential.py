@@ -18,6 +18,7 @@ from conformance.differential.minimize import minimize, same_failure
 from conformance.harness import Example
 from conformance.internal import suite_code
 from conformance.invariants import CATALOGUE, INVARIANTS
+from conformance.known_search import keep, reports_known_at_the_end
 from conformance.selection import current
 from oracle import tolerance
 
@@ -32,6 +33,7 @@ EXAMPLES_PER_SHARD = 4  # times the profile's max_examples
 # (the compiled differential holds compiled programs to eager)
 @pytest.mark.invariant(*(inv.id for inv in CATALOGUE if inv.family not in ("schema", "compile")))
 @pytest.mark.parametrize("shard", range(SHARDS))
+@reports_known_at_the_end
 @given(data=st.data())
 # Failures are minimized by deleting steps (differential.minimize), far faster
 # than shrinking through Hypothesis's choices, so Hypothesis does not shrink.
@@ -68,10 +70,13 @@ def test_torch_agrees_with_the_reference_model(device, shard, data):
             "here depends on state outside the chain)"
         )
     )
-    raise InvariantViolation(
+    violation = InvariantViolation(
         invariant,
         f"after step {found.step}: {found.message}\n\n{chain}:\n{example}\n\n"
         f"repro script:\n{script}",
         example=example,
         repro=script,
     )
+    if keep(violation, device, (step.op for step in program.steps)):
+        return  # a known failure: the search goes on for others
+    raise violation

@@ -43,15 +43,7 @@ _REAL = ("float", "int")
 WRITES: tuple[Write, ...] = (
     Write("fill_(v)", lambda t, v: t.fill_(v), lambda a, v: np.full_like(a, v), _ALL, False),
     Write("zero_()", lambda t, v: t.zero_(), lambda a, v: np.zeros_like(a), _ALL, False),
-    # before 2.4 (at least on 2.0) a scalar setitem fills expanded memory like
-    # fill_ does (docs/releases.md)
-    Write(
-        "t[...] = v",
-        _setitem,
-        lambda a, v: np.full_like(a, v),
-        _ALL,
-        checks_overlap=not build.has_older("setitem_fill_skips_overlap_check"),
-    ),
+    Write("t[...] = v", _setitem, lambda a, v: np.full_like(a, v), _ALL),
     Write("copy_(full_like(t, v))", _copy_from, lambda a, v: np.full_like(a, v), _ALL),
     Write("add_(v)", lambda t, v: t.add_(v), lambda a, v: a + v, _NUMERIC),
     Write("sub_(v)", lambda t, v: t.sub_(v), lambda a, v: a - v, _NUMERIC, unsigned_ok=False),

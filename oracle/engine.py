@@ -80,8 +80,6 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         if len(ts) == spec.arity - 1 and len(p) == 1:  # mul with a python scalar: mul_s
             alt = op[:-1] + "_s_" if op.endswith("_") else op + "_s"
             spec = OPS.get(alt, spec)
-        if spec.name == "mean" and self.release.mean_saves_self:
-            spec = dataclasses.replace(spec, saves=("self",))
         if spec.name == "clamp_" and not self.release.clamp_grad_at_bounds:
             spec = dataclasses.replace(spec, bwd=clamp_bwd_strict)
         if spec.name.startswith("backward") and not p:
@@ -380,8 +378,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             return
         base = t.base
         base._fn = cs = copy_slices(base, t, node)
-        if self.release.retain_grad_follows_view_writes:  # (before 2.3: stays on the old node)
-            base.retain_node = cs if base.retain_node is not None else None
+        base.retain_node = cs if base.retain_node is not None else None
         t.grad_fn()  # torch regenerates the view's grad_fn right away
 
     def _op_inplace(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
@@ -446,16 +443,13 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         need = self._needs_grad(ts) and differentiable(t.dtype)
         self._check_inplace(t, need)
         edges = [x.edge() for x in ts] if need else None
-        checked = not fill or self.release.setitem_fill_checks_overlap
-        if checked and not (src is t or (_geom(src) == _geom(t) and src.dtype == t.dtype)):
+        if not (src is t or (_geom(src) == _geom(t) and src.dtype == t.dtype)):
             self._check_write(t, None if fill else src)  # (the same data: no checks at all)
             if geo.broadcast_shapes(t.shape, src.shape) != t.shape:
                 raise OracleError(ErrorKind.NOT_BROADCASTABLE, "must match the size")
         if kind(t.dtype) == "int" and kind(src.dtype) in ("float", "complex"):
             self._note_unrepresentable(src.values(), t.dtype)
-        same_memory = _geom(src) == _geom(t) and src.dtype == t.dtype  # (before 2.4: no copy)
-        skip = same_memory and not self.release.copy_resolves_bits_of_same_memory
-        self._write(t, t.values() if skip else src.values())
+        self._write(t, src.values())
         if need:
             bwd = lambda g, sv, needs: [np.zeros_like(g), g]  # noqa: E731
             self._rebase(t, Node("CopyBackwards", edges, bwd, (t.shape, t.dtype)))

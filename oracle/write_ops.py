@@ -17,7 +17,8 @@ resize_: refused for a tensor that requires grad (in any grad mode); else
 the same shape is a no-op (no version bump), and another one makes the
 tensor contiguous at its offset over the same storage, grown in place when
 too small (the new elements are uninitialized: the model leaves them
-undefined); the version goes up (from torch 2.1, Release.resize_bumps_version).
+undefined); the version goes up (torch 2.0 did not bump it: a known failure,
+pytorch/pytorch#93776, fixed in 2.1).
 
 set_(y): x takes y's storage, offset, sizes and strides; it keeps its own
 version counter (bumped once) and its _base (a view stays a view of its old
@@ -28,11 +29,11 @@ target or a source in the graph gets a grad_fn torch cannot differentiate
 
 torch._foreach_add_/_foreach_mul_ over two tensors, with a scalar or a list
 of two tensors: each tensor is written as add_/mul_ writes it, in order, and
-since torch 2.1 (pytorch/pytorch#96405; Release.foreach_inplace_recorded)
 autograd records each write as add_/mul_ would: a grad_fn of its own,
 gradients as theirs, and a leaf that requires grad refused, before anything
-is written. A shape error on the second tensor comes after the first was
-written (measured on 2.13.0).
+is written (torch 2.0 recorded nothing: a known failure, fixed in 2.1 by
+pytorch/pytorch#96405). A shape error on the second tensor comes after the
+first was written (measured on 2.13.0).
 """
 
 from __future__ import annotations
@@ -207,8 +208,7 @@ def _resize_(engine: Engine, t: OTensor, shape: tuple) -> OTensor:
     resize(t, shape, geo.contiguous_strides(shape))
     if t.offset + math.prod(shape) > had and math.prod(shape):
         engine.undefined = "resize_ grew the storage: its new elements are uninitialized"
-    if engine.release.resize_bumps_version:
-        t.counter.value += 1
+    t.counter.value += 1
     return t
 
 
@@ -231,16 +231,14 @@ def _foreach(engine: Engine, spec: OpSpec, ts: list, p: tuple) -> None:
 
     each = FOREACH[spec.name]
     pairs = [[t] for t in ts[:2]] if p else [[ts[0], ts[2]], [ts[1], ts[3]]]
-    recorded = engine.release.foreach_inplace_recorded
-    if recorded and pairs[0][0] is pairs[1][0] and engine._needs_grad(ts):
+    if pairs[0][0] is pairs[1][0] and engine._needs_grad(ts):
         # both nodes take their edge before either write: the graph records one
         # of the two writes (a wrong gradient, docs/findings.md)
         undefined = "the same tensor twice in a recorded _foreach_ list"
     else:
         undefined = None
-    if recorded:  # every tensor is checked before any is written
-        for pair in pairs:
-            engine._check_inplace(pair[0], engine._needs_grad(pair))
+    for pair in pairs:  # every tensor is checked before any is written
+        engine._check_inplace(pair[0], engine._needs_grad(pair))
     if any(pair[0].conj or pair[0].neg for pair in pairs):
         # the conjugate/negative-bit fallback refuses a written list holding
         # such a view, before any write (measured on 2.13.0; the other list may)
@@ -252,10 +250,6 @@ def _foreach(engine: Engine, spec: OpSpec, ts: list, p: tuple) -> None:
     notes = []
     for pair in pairs:
         engine.undefined = None
-        if recorded:
-            engine._op_inplace(row, pair, p)
-        else:  # not recorded by autograd: written as under no_grad
-            with engine.no_grad():
-                engine._op_inplace(row, pair, p)
+        engine._op_inplace(row, pair, p)
         notes.append(engine.undefined)
     engine.undefined = "; ".join(n for n in (undefined, *notes) if n) or None

@@ -63,12 +63,13 @@ def _column(label: str, path: Path, report: dict[str, Any]) -> dict[str, Any]:
 
 def _cell(entry: dict[str, Any] | None) -> dict[str, Any]:
     if entry is None:
-        return {"status": NOT_RUN, "examples": 0, "devices": {}, "reasons": []}
+        return {"status": NOT_RUN, "examples": 0, "devices": {}, "reasons": [], "known": []}
     return {
         "status": entry["status"],
         "examples": entry.get("examples", 0),
         "devices": {d: c["status"] for d, c in entry.get("devices", {}).items()},
         "reasons": entry.get("reasons", []),
+        "known": entry.get("known", []),
         "failures": len(entry.get("failures", [])),
     }
 

@@ -73,6 +73,7 @@ def _cell(cell: Cell) -> dict[str, Any]:
         "examples": cell.examples,
         "dtypes": _by_dtype(cell.dtypes),
         "reasons": cell.reasons,
+        "known": cell.known,
         "outcomes": dict(Counter(t.outcome for t in cell.tests)),
         "tests": sorted({t.nodeid for t in cell.tests}),
     }
@@ -108,6 +109,7 @@ def _invariant(inv, by_device: dict[str, Cell], records: list[Record], torch: st
         "applies": inv.applies_to(torch),
         "status": overall(by_device),
         "reasons": sorted({r for cell in by_device.values() for r in cell.reasons}),
+        "known": sorted({k for cell in by_device.values() for k in cell.known}),
         "examples": sum(cell.examples for cell in by_device.values()),
         "dtypes": _by_dtype(dict(dtypes)),
         "devices": {device: _cell(cell) for device, cell in sorted(by_device.items())},

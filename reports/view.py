@@ -51,6 +51,8 @@ def dtype_title(dtypes: dict[str, int]) -> str:
 def cell_title(cell: dict[str, Any]) -> str:
     if cell.get("status") == SKIPPED and cell.get("reasons"):
         return "skipped: " + "; ".join(cell["reasons"])
+    if cell.get("known"):
+        return "; ".join(cell["known"])
     return dtype_title(cell.get("dtypes", {}))
 
 

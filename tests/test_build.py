@@ -4,6 +4,7 @@ and misbehaves stays a violation; release differences by release."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -11,6 +12,7 @@ import torch
 from packaging.version import Version
 
 from conformance import build
+from oracle import Release
 from tests.conftest import run_suite
 from tests.plants import LACKING, PLANTS
 
@@ -74,9 +76,17 @@ def test_release_differences_are_picked_by_release(release, older):
     model = build.oracle_release(Version(release))
     assert model.open_slice_is_identity is not older
     assert build.has_older("full_slice_write_is_view_write", Version(release)) is older
-    assert build.oracle_release(Version(release)).setitem_fill_checks_overlap is (
-        Version(release) >= Version("2.4")
-    )
+    assert model.clamp_grad_at_bounds is (Version(release) < Version("2.14"))
+
+
+def test_every_release_difference_is_a_documented_change_or_a_wording():
+    """A bug of an older release is a known failure, never a difference."""
+    for difference in build.DIFFERENCES.values():
+        assert difference.kind in build.KINDS, difference.name
+        assert difference.changed_by and difference.older and difference.newer
+    # what the model follows by release: each field is one of the differences
+    followed = {f.name for f in dataclasses.fields(Release)}
+    assert followed == {"open_slice_is_identity", "clamp_grad_at_bounds"}
 
 
 @pytest.mark.slow

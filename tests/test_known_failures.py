@@ -35,7 +35,7 @@ def _entry(**fields: str) -> dict[str, str]:
     }
 
 
-def _run(known: str, *extra: str, plant: str | None = PLANT):
+def _run(known: str, *extra: str, plant: str | None = PLANT, report: bool = False):
     return run_suite(
         "--invariants", INVARIANT,
         "-k", "not differential",
@@ -45,6 +45,7 @@ def _run(known: str, *extra: str, plant: str | None = PLANT):
         "--known-failures", known,
         *extra,
         plant=plant,
+        report=report,
     )  # fmt: skip
 
 
@@ -64,6 +65,19 @@ def test_a_listed_violation_is_an_xfail(tmp_path, scope):
     assert run.returncode == 0, run.stdout[-3000:]
     assert not run.violated
     assert "xfailed" in _summary(run), run.stdout[-3000:]
+
+
+def test_a_fixed_bug_says_which_release_fixed_it(tmp_path):
+    """Older releases' bugs: "known failure ..., fixed in X" in the summary and
+    the JSON report; a release at or after X is not excused."""
+    known = _entries(tmp_path, _entry(versions=">=2.0,<99", fixed="99.0"))
+    run = _run(known, "--report-dir", str(tmp_path / "report"), report=True)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert f"known failure {INVARIANT}, fixed in 99.0: planted" in run.stdout, run.stdout[-3000:]
+    report = (tmp_path / "report" / "report.json").read_text()
+    assert "fixed in 99.0" in report
+    excused_before = _run(_entries(tmp_path, _entry(versions="<2.0", fixed="2.0")))
+    assert excused_before.returncode == 1 and INVARIANT in excused_before.violated
 
 
 def test_an_entry_for_another_dtype_does_not_hide_the_violation(tmp_path):
@@ -113,6 +127,14 @@ def test_a_listed_invariant_that_holds_warns_and_fails_under_strict_xfail(tmp_pa
         (
             "[[known]]\ninvariant='a'\nreason='r'\nlink='l'\nversions='two'\n",
             "is not a version specifier",
+        ),
+        (
+            "[[known]]\ninvariant='a'\nreason='r'\nlink='l'\nversions='<2.2'\nfixed='2.1'\n",
+            "fixed in 2.1, but its versions '<2.2' include that release",
+        ),
+        (
+            "[[known]]\ninvariant='a'\nreason='r'\nlink='l'\nversions='<2.1'\nfixed='soon'\n",
+            "fixed 'soon' is not a release",
         ),
     ],
 )

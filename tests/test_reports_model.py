@@ -44,13 +44,14 @@ PER_INVARIANT = {
     "applies",
     "status",
     "reasons",
+    "known",
     "examples",
     "dtypes",
     "devices",
     "failures",
     "unfinished",
 }
-PER_CELL = {"status", "examples", "dtypes", "reasons", "outcomes", "tests"}
+PER_CELL = {"status", "examples", "dtypes", "reasons", "known", "outcomes", "tests"}
 PER_FAILURE = {"nodeid", "device", "outcome", "when", "crashed", "message", "example", "repro"}
 BUILD_KEYS = {"torch", "git_version", "build", "backend", "debug", "python", "platform"}
 RUN_KEYS = {"devices", "dtypes", "profile", "seed", "suite_version", "started", "duration_s"}

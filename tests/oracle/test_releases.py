@@ -34,37 +34,29 @@ def test_whole_slice_write_on_a_leaf_raises_the_error_of_its_release(release, in
 
 
 @pytest.mark.parametrize("index", [(slice(None),), (slice(0, 2),), (slice(0, 2), slice(1, 3))])
-def test_scalar_setitem_on_expanded_memory_raises_from_the_release_that_checks(index):
-    newest = Engine(NEWEST)
-    x = newest.call("expand", [newest.leaf(np.ones(3), "float32")], ((2, 3),))
-    raises(ErrorKind.OVERLAPPING_WRITE, newest.call, "setitem_s", [x], (index, 0.0))
+def test_scalar_setitem_on_expanded_memory_raises(index):
+    """On every release: 2.0's silent fill is a known failure, not a release."""
+    eng = Engine(NEWEST)
+    x = eng.call("expand", [eng.leaf(np.ones(3), "float32")], ((2, 3),))
+    raises(ErrorKind.OVERLAPPING_WRITE, eng.call, "setitem_s", [x], (index, 0.0))
     assert x.version == 0
-    older = Engine(Release(setitem_fill_checks_overlap=False))
-    y = older.call("expand", [older.leaf(np.ones(3), "float32")], ((2, 3),))
-    older.call("setitem_s", [y], (index, 0.0))  # fills, as fill_ does
-    expected = np.ones((2, 3))
-    expected[index] = 0
-    np.testing.assert_array_equal(y.values(), expected)
-    assert y.version == 1
 
 
-@pytest.mark.parametrize("saves", [False, True])
-def test_mean_saves_its_input_in_the_releases_that_did(saves):
-    eng = Engine(Release(mean_saves_self=saves))
+def test_mean_saves_only_sizes():
+    """A second backward and a backward after a write both work (2.0 saved
+    its input: a known failure)."""
+    eng = Engine(NEWEST)
     x = eng.leaf(np.ones((3, 2)), "float32", True)
     y = eng.call("add_s", [x], (1.0,))  # saves nothing
     m = eng.call("mean", [y])
     eng.call("backward", [m], (False,))
-    np.testing.assert_allclose(x.grad, np.full((3, 2), 1 / 6))
-    if saves:  # freed by the first backward, and checked against writes
-        raises(ErrorKind.BACKWARD_TWICE, eng.call, "backward", [m], (False,))
-        m2 = eng.call("mean", [y])
-        with eng.no_grad():
-            eng.call("add_s_", [y], (1.0,))
-        raises(ErrorKind.SAVED_TENSOR_MODIFIED, eng.call, "backward", [m2], (False,))
-    else:
-        eng.call("backward", [m], (False,))
-        np.testing.assert_allclose(x.grad, np.full((3, 2), 2 / 6))
+    eng.call("backward", [m], (False,))
+    np.testing.assert_allclose(x.grad, np.full((3, 2), 2 / 6))
+    m2 = eng.call("mean", [y])
+    with eng.no_grad():
+        eng.call("add_s_", [y], (1.0,))
+    eng.call("backward", [m2], (False,))
+    np.testing.assert_allclose(x.grad, np.full((3, 2), 3 / 6))
 
 
 @pytest.mark.parametrize("at_bounds, expected", [(True, [0, 1, 1, 1, 0]), (False, [0, 0, 1, 0, 0])])

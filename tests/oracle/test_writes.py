@@ -161,13 +161,13 @@ def test_resize_growing_the_storage_leaves_the_new_elements_undefined():
     assert base.version == 1  # detach() shares the counter
 
 
-def test_resize_bumps_the_version_from_2_1():
-    from oracle import Release
-
-    eng = Engine(Release(resize_bumps_version=False))
+def test_resize_to_another_shape_bumps_the_version():
+    eng = Engine()
     x = _leaf(eng, np.arange(4.0))
     eng.call("resize_", [x], ((2,),))
-    assert x.shape == (2,) and x.version == 0
+    assert x.shape == (2,) and x.version == 1
+    eng.call("resize_", [x], ((2,),))  # the same shape: no bump
+    assert x.version == 1
 
 
 def test_resize_of_a_tensor_that_requires_grad_raises_in_any_mode():
@@ -271,15 +271,15 @@ def test_foreach_shape_error_on_the_second_tensor_after_the_first_was_written():
     assert x.values().tolist() == [2.0, 2.0] and x.version == 1 and y.version == 0
 
 
-def test_foreach_before_2_1_is_not_recorded():
-    from oracle import Release
-
-    eng = Engine(Release(foreach_inplace_recorded=False))
+def test_foreach_in_place_is_recorded_per_tensor():
+    eng = Engine()
     a = _leaf(eng, [1.0], rg=True)
     x = eng.call("mul_s", [a], (2.0,))
     before = x.grad_fn()
     eng.call("foreach_mul_s_", [x, _leaf(eng, [0.0])], (3.0,))
-    assert x.grad_fn() is before and x.version == 1
+    assert x.grad_fn() is not before and x.version == 1
+    eng.call("backward_g", [x, _leaf(eng, [1.0])], (False,))
+    np.testing.assert_array_equal(a.grad, [6.0])
 
 
 def test_foreach_with_a_scalar_saves_no_tensor_for_it():
