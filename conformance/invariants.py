@@ -270,6 +270,15 @@ CATALOGUE: tuple[Invariant, ...] = (
         _GRAD_DOC,
     ),
     Invariant(
+        "grad.gradient_argument_kept",
+        "The gradient handed to y.backward(g) is only read: no leaf's .grad is g or a view of "
+        "it, so a later write to g leaves .grad as it was, and a later backward leaves g as it "
+        "was.",
+        "gradient (Tensor, optional): The gradient of the function being differentiated w.r.t. "
+        "self. [...] This function accumulates gradients in the leaves",
+        _BACKWARD_DOC,
+    ),
+    Invariant(
         "grad.accumulates_across_paths",
         "A leaf used along several paths receives the sum of their gradients.",
         _ACCUMULATES,

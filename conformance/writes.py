@@ -43,7 +43,9 @@ _REAL = ("float", "int")
 WRITES: tuple[Write, ...] = (
     Write("fill_(v)", lambda t, v: t.fill_(v), lambda a, v: np.full_like(a, v), _ALL, False),
     Write("zero_()", lambda t, v: t.zero_(), lambda a, v: np.zeros_like(a), _ALL, False),
-    Write("t[...] = v", _setitem, lambda a, v: np.full_like(a, v), _ALL),
+    # a scalar setitem fills: on memory several elements share, no promise either
+    # way (docs/releases.md, "Not promised")
+    Write("t[...] = v", _setitem, lambda a, v: np.full_like(a, v), _ALL, False),
     Write("copy_(full_like(t, v))", _copy_from, lambda a, v: np.full_like(a, v), _ALL),
     Write("add_(v)", lambda t, v: t.add_(v), lambda a, v: a + v, _NUMERIC),
     Write("sub_(v)", lambda t, v: t.sub_(v), lambda a, v: a - v, _NUMERIC, unsigned_ok=False),

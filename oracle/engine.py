@@ -34,6 +34,9 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         self.grad_enabled = True
         self.inference_enabled = False  # inside torch.inference_mode() (oracle/modes.py)
         self.undefined: str | None = None  # why torch's result of the last call is unpredictable
+        # an error torch may raise instead of doing what the last call did:
+        # neither outcome is promised (set with `undefined`)
+        self.may_refuse: ErrorKind | None = None
         self._retainers: weakref.WeakSet[OTensor] = weakref.WeakSet()
 
     @contextlib.contextmanager
@@ -88,7 +91,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             raise TypeError(f"{op} takes {spec.arity} tensors and params {spec.params}")
         if kind(ts[0].dtype) not in spec.dtypes:
             raise TypeError(f"{op} does not take {ts[0].dtype}")
-        self.undefined = None
+        self.undefined, self.may_refuse = None, None
         try:
             out = getattr(self, "_op_" + spec.impl)(spec, ts, p)
             if spec.inplace and ts[0].storage.byte_viewed:
@@ -443,7 +446,14 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         need = self._needs_grad(ts) and differentiable(t.dtype)
         self._check_inplace(t, need)
         edges = [x.edge() for x in ts] if need else None
-        if not (src is t or (_geom(src) == _geom(t) and src.dtype == t.dtype)):
+        if fill and geo.has_internal_overlap(t.shape, t.strides):
+            # x[index] = scalar on memory several elements share: no promise.
+            # expand() leaves writes to such memory undefined and fill_ is
+            # exempt; up to 2.1 this fill was fill_(Scalar), from 2.2 it goes
+            # through copy_, whose overlap check refuses it (pytorch/pytorch#109533)
+            self.undefined = "x[index] = scalar on memory several elements share"
+            self.may_refuse = ErrorKind.OVERLAPPING_WRITE
+        elif not (src is t or (_geom(src) == _geom(t) and src.dtype == t.dtype)):
             self._check_write(t, None if fill else src)  # (the same data: no checks at all)
             if geo.broadcast_shapes(t.shape, src.shape) != t.shape:
                 raise OracleError(ErrorKind.NOT_BROADCASTABLE, "must match the size")

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from conformance.differential import gradapi, writes
+from conformance.differential import grad_argument, gradapi, writes
 from conformance.differential.function_rules import function_rule
 from conformance.differential.index_params import INDEX_WRITES
 from conformance.differential.lockstep import Discrepancy, Run, execute
@@ -287,6 +287,8 @@ def attribute(run: Run, d: Discrepancy) -> str:
     rule = function_rule(f)  # custom Functions and saved-tensor hooks: narrower, first
     if rule is not None:
         return rule
+    if (aliased := grad_argument.rule(run, d)) is not None:  # pytorch/pytorch#34082
+        return aliased
     if (written := writes.rule(f)) is not None:  # out=, resize_, set_, _foreach_
         return written
     if kind in _HISTORY_KINDS and any(n <= d.step for n in run.unrecorded_view_writes):

@@ -277,8 +277,11 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
     elif op in INDEX_WRITES:  # always a new source: it must not alias what it writes
         fits = None
         make = dict(shape=source_shape(draw, op, tuple(t.shape), params), **same)
-    elif op == "backward_g":
-        fits = None  # always a new tensor: see lockstep.retired_by
+    elif op == "backward_g":  # a tensor of the program's, or a new one (lockstep.retired_by)
+
+        def fits(u):
+            return u.shape == t.shape and alike(u) and not u.requires_grad
+
         make = dict(shape=t.shape, requires_grad=False, **same)
     elif op in ("copy_", "setitem"):
         target = t.shape if op == "copy_" else indexed_shape(t.shape, params[0])
@@ -287,15 +290,13 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
         # value a complex gradient in torch 2.13 (docs/findings.md): setitem
         # writes values of the tensor's own dtype, copy_ crosses dtypes
         own_dtype = op == "setitem"
-        # torch 2.13 lets `x[i] = v` make an integer x require grad when v
-        # does (grad_fn CopySlices): a known failure, not fuzzed here
-        plain = op == "setitem" and not DTYPES[t.dtype].can_require_grad
+        # (torch lets `x[i] = v` make an integer x require grad when v does,
+        # pytorch/pytorch#76008: drawn, and a known failure)
 
         def fits(u):
             return (
                 _into(u.shape, target)
                 and (other_device or u.device == t.device)
-                and not (plain and u.requires_grad)
                 and not (own_dtype and u.dtype != t.dtype)
             )
 
@@ -304,8 +305,6 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
             make["dtype"] = t.dtype
         if not other_device:
             make["device"] = t.device
-        if plain:
-            make["requires_grad"] = False
     elif op == "set_data":
         # the same shape: after `x.data = y` changes a leaf's shape, whether its
         # gradient still fits depends on when torch made its accumulator

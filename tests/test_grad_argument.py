@@ -1,0 +1,72 @@
+"""pytorch/pytorch#34082 drawn, not stepped around: the gradient handed to
+backward stays the program's, and a leaf's .grad that torch made of it is
+found and named grad.gradient_argument_kept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conformance.differential.attribution import attribute
+from conformance.differential.listing import listing
+from conformance.differential.lockstep import execute, retired_by
+from strategies.programs import Leaf, Program, Step
+from tests.conftest import run_suite
+
+
+def _leaf(values, requires_grad=False) -> Step:
+    return Step(
+        "leaf", leaf=Leaf(np.array(values, dtype=np.float64), "float32", "cpu", requires_grad)
+    )
+
+
+def _run(*steps: Step):
+    run, found = execute(Program(list(steps), render=listing))
+    return run, found
+
+
+X, G = _leaf([0.0, 0.0, 0.0], True), _leaf([[1.0, 1.0, 1.0]])
+THROUGH_A_VIEW = (X, Step("unsqueeze", (0,), (0,)), G, Step("backward_g", (1, 2), (False,)))
+
+
+def test_the_gradient_is_not_retired():
+    assert retired_by(Step("backward_g", (1, 2), (False,))) == set()
+
+
+def test_writing_the_gradient_after_backward_is_named():
+    run, found = _run(*THROUGH_A_VIEW, Step("mul_s_", (2,), (5.0,)))
+    assert found is not None and found.step == 4, found
+    assert attribute(run, found) == "grad.gradient_argument_kept"
+
+
+def test_a_second_backward_writing_the_gradient_is_named():
+    second = (Step("unsqueeze", (0,), (0,)), _leaf([[2.0, 2.0, 2.0]]))
+    run, found = _run(*THROUGH_A_VIEW, *second, Step("backward_g", (3, 4), (False,)))
+    assert found is not None, "torch's .grad is the first gradient: the second writes it"
+    assert attribute(run, found) == "grad.gradient_argument_kept"
+
+
+def test_a_gradient_that_a_node_copied_is_no_finding():
+    # y = x * 1: MulBackward makes a new gradient, the leaf never sees g
+    y, g = Step("mul_s", (0,), (1.0,)), _leaf([1.0, 1.0, 1.0])
+    run, found = _run(X, y, g, Step("backward_g", (1, 2), (False,)), Step("mul_s_", (2,), (5.0,)))
+    assert found is None, found
+
+
+@pytest.mark.slow
+def test_the_ci_profile_draws_it_as_a_known_failure():
+    run = run_suite(
+        "--invariants", "grad.gradient_argument_kept", "-k", "test_torch_agrees",
+        "--profile", "ci", "--seed", "0", "-rx",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "XFAILED grad.gradient_argument_kept [cpu]: known failure" in run.stdout, run.stdout[
+        -3000:
+    ]
+    loud = run_suite(
+        "--invariants", "grad.gradient_argument_kept", "-k", "test_torch_agrees",
+        "--profile", "ci", "--seed", "0", "--no-known-failures",
+    )  # fmt: skip
+    assert loud.returncode == 1 and "grad.gradient_argument_kept" in loud.violated, loud.stdout[
+        -3000:
+    ]
