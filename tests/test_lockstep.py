@@ -95,3 +95,18 @@ def test_minimizer_plain_values_keep_the_leaf_kind():
     plain = _plain_values(Step("leaf", leaf=leaf)).leaf
     assert plain.inference and plain.dtype == "float32" and not plain.requires_grad
     assert plain.values.tolist() == [1.0, 1.0]
+
+
+def test_a_refusal_torch_may_make_instead_ends_the_chain_without_a_finding():
+    """x[...] = scalar on expanded memory: torch 2.13 refuses, 2.0 filled; the
+    model takes either (Engine.may_refuse) and compares nothing after it."""
+    chain = [
+        _leaf([1.0, 2.0, 3.0]),
+        Step("expand", (0,), ((2, 3),)),
+        Step("setitem_s", (1,), ((slice(None),), 0.0)),
+        Step("mul_s_", (0,), (2.0,)),
+    ]
+    run, found = execute(Program(chain, render=listing))
+    assert found is None, found
+    # the chain ends at the setitem, refused (2.2 on) or filled (2.0, 2.1)
+    assert run.steps_checked < len(chain)
