@@ -70,3 +70,25 @@ def test_the_ci_profile_draws_it_as_a_known_failure():
     assert loud.returncode == 1 and "grad.gradient_argument_kept" in loud.violated, loud.stdout[
         -3000:
     ]
+
+
+def test_an_empty_gradient_taken_for_grad_is_named_by_its_version():
+    """Empty: no values to differ, but accumulating into .grad bumps g's version."""
+
+    def empty(shape, requires_grad=False):
+        return Step("leaf", leaf=Leaf(np.ones(shape), "float32", "cpu", requires_grad))
+
+    steps = (
+        empty((2, 0, 3), True),
+        Step("clone", (0,)),
+        Step("transpose", (1,), (1, 2)),
+        empty((2, 3, 0)),
+        Step("backward_g", (2, 3), (False,)),
+        Step("clone", (2,)),
+        Step("getitem", (4,), ((0, slice(None)),)),
+        empty((3, 0)),
+        Step("backward_g", (5, 6), (True,)),
+    )
+    run, found = _run(*steps)
+    assert found is not None and found.kind == "version", found
+    assert attribute(run, found) == "grad.gradient_argument_kept"

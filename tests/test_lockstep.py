@@ -12,6 +12,7 @@ import torch
 
 from conformance.differential.listing import listing
 from conformance.differential.lockstep import execute
+from conformance.differential.minimize import well_formed, without
 from strategies.programs import Leaf, Program, Step
 
 
@@ -110,3 +111,17 @@ def test_a_refusal_torch_may_make_instead_ends_the_chain_without_a_finding():
     assert found is None, found
     # the chain ends at the setitem, refused (2.2 on) or filled (2.0, 2.1)
     assert run.steps_checked < len(chain)
+
+
+def test_a_cut_chain_whose_steps_no_longer_make_their_tensors_is_not_run():
+    """Without the resize_, reshaping the empty t0 to (3, 2) raises and makes
+    no t1: the minimizer must not run the mul_s that uses t1."""
+    chain = [
+        Step("leaf", leaf=Leaf(np.ones(0), "float32", "cpu", False)),
+        Step("resize_", (0,), ((2, 3),)),
+        Step("reshape", (0,), ((3, 2),)),
+        Step("mul_s", (1,), (2.0,)),
+    ]
+    program = Program(chain, render=listing)
+    assert well_formed(program)
+    assert not well_formed(without(program, {1}))

@@ -21,8 +21,10 @@ _KINDS = ("grad", "values", "version", "sharing")
 
 
 def _storage(t: torch.Tensor) -> int | None:
+    """Its storage's identity (an empty tensor's too: a view of an empty g
+    shares g's storage object, and its version counter)."""
     try:
-        return t.untyped_storage()._cdata if t.numel() else None
+        return t.untyped_storage()._cdata
     except RuntimeError:  # (a tensor without storage: nothing to share)
         return None
 

@@ -75,6 +75,12 @@ def _code(step: Step, names: list[str], result: str | None) -> str:
     return f"{result} = {call}" if result else call
 
 
+class MalformedProgram(ValueError):
+    """A step uses a tensor no earlier step made: a chain cut by the minimizer
+    where a step it kept makes no tensor of its own any more (a reshape to
+    the shape its operand now has hands back the operand itself)."""
+
+
 def trace(program: Program) -> list[tuple[str | None, list[str], str | None]]:
     """For each step: the name it gives its result, its operands' names, and
     the error the oracle says it raises (or None)."""
@@ -90,6 +96,8 @@ def trace(program: Program) -> list[tuple[str | None, list[str], str | None]]:
                     leaf.values, leaf.dtype, leaf.requires_grad, leaf.device, leaf.inference
                 )
             else:
+                if any(i >= len(pool) for i in step.tensors):
+                    raise MalformedProgram(f"{step.op} uses t{max(step.tensors)} of {len(pool)}")
                 tensors = [pool[i] for i in step.tensors]
                 with oracle_mode(engine, step):
                     result = engine.call(step.op, tensors, step.params)

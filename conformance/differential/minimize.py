@@ -56,6 +56,18 @@ def without(program: Program, removed: set[int]) -> Program:
     return Program(keep, render=program.render)
 
 
+def well_formed(program: Program) -> bool:
+    """Whether every step uses tensors that earlier steps made (`without`
+    renumbers by the uncut chain's tensors, which a cut can change)."""
+    from conformance.differential.listing import MalformedProgram, trace
+
+    try:
+        trace(program)
+    except MalformedProgram:
+        return False
+    return True
+
+
 def _plain_values(step: Step) -> Step:
     # only the values: a leaf made under inference_mode stays one
     return replace(step, leaf=replace(step.leaf, values=np.ones_like(step.leaf.values)))
@@ -101,7 +113,7 @@ def minimize(
         if time.monotonic() > stop_at:
             tries = max(tries, budget)  # out of time: this and later tries are not made
             return None
-        if not candidate.steps:
+        if not candidate.steps or not well_formed(candidate):
             return None
         r, d = execute(candidate, exhaustive=True)
         return (r, d) if d is not None and same_failure(r, d) else None
