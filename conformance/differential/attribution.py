@@ -289,6 +289,8 @@ def attribute(run: Run, d: Discrepancy) -> str:
         return rule
     if (aliased := grad_argument.rule(run, d)) is not None:  # pytorch/pytorch#34082
         return aliased
+    if (detached := _after_detach_(f)) is not None:
+        return detached
     if (written := writes.rule(f)) is not None:  # out=, resize_, set_, _foreach_
         return written
     if kind in _HISTORY_KINDS and any(n <= d.step for n in run.unrecorded_view_writes):
@@ -354,6 +356,25 @@ def _multi_output_rule(f: Facts) -> str:
     if op != "leaf" and OPS[op].inplace and f.run.oracle_pool[f.step.tensors[0]].multi_output:
         return "view.multi_output_inplace_raises"
     return "view.multi_output_base_written_raises"
+
+
+def _after_detach_(f: Facts) -> str | None:
+    """torch's internal asserts after x.detach_() (docs/findings.md): an
+    in-place op on a detached tensor that had called retain_grad() ("old_fn
+    INTERNAL ASSERT"), and the flags of a conj / neg / other-dtype view of a
+    detached base, read after a write ("new_fn INTERNAL ASSERT")."""
+    detached = {s.tensors[0] for s in f.steps[: f.d.step] if s.op == "detach_"}
+    if not detached:
+        return None
+    d = f.d
+    if d.kind == "raise" and "INTERNAL ASSERT" in d.message:
+        return "detach.inplace_makes_leaf"
+    flags = ("is_leaf", "requires_grad", "has_grad_fn")
+    if d.kind in flags and RAISES in (d.expected, d.actual):
+        roots = {f.chain(i)[-1] for i in detached} | detached
+        if set(f.chain(d.tensors[0])) & roots:
+            return "detach.inplace_makes_leaf"
+    return None
 
 
 def _raise(f: Facts) -> str:

@@ -99,10 +99,7 @@ class Growth:
     pool: list[OTensor] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     over: bool = False
-    retired: set[int] = field(default_factory=set)  # gradients handed to backward
-    # retain_grad() then detach_() then an in-place op trips an internal assert
-    # in torch 2.13 (see docs/findings.md): such tensors are not detached
-    retained: set[int] = field(default_factory=set)
+    retired: set[int] = field(default_factory=set)  # tensors made .grad (lockstep.retired_by)
 
     def apply(self, step: Step) -> None:
         """Run a step on the oracle, keep it, and grow the pool."""
@@ -110,8 +107,6 @@ class Growth:
             return  # a failed backward ends the program
         self.steps.append(step)
         self.retired |= retired_by(step)
-        if step.op == "retain_grad":
-            self.retained.add(step.tensors[0])
         try:
             if step.op == "leaf":
                 leaf = step.leaf
@@ -356,12 +351,10 @@ def _apply_op(
         if index is None:
             return None
     t = g.pool[index]
-    if _kind(t) not in spec.dtypes or (op == "detach_" and index in g.retained):
+    if _kind(t) not in spec.dtypes:
         return None
     if index in g.retired:
-        return None  # a gradient handed to backward, or a tensor made .grad: never touched again
-    if op == "detach_" and _has_reinterpreting_view(g, t):
-        return None  # torch 2.13's internal assert, not a rule (docs/findings.md): not drawn
+        return None  # a tensor made .grad, or autograd.grad's gradient: never touched again
     if t.inference and (
         op in UNMODELLED_ON_INFERENCE or (not t.counterless and _family(op) != "math")
     ):
@@ -386,17 +379,6 @@ def _apply_op(
     before = len(g.pool)
     g.apply(Step(op, tensors, params, no_grad, mode=mode))
     return len(g.pool) - 1 if len(g.pool) > before else index
-
-
-def _has_reinterpreting_view(g: Growth, t: OTensor) -> bool:
-    """Whether a view of t's memory in the pool reads it through a conjugate or
-    negative bit or as another dtype (conj, adjoint, _neg_view, view_as_real,
-    real, imag): after t.detach_() and a write, reading that view's grad_fn
-    trips an internal assert in torch 2.13 (docs/findings.md)."""
-    root = t if t.base is None else t.base
-    return any(
-        u.base is root and (u.conj or u.neg or u.dtype != root.dtype) for u in g.pool if u is not t
-    )
 
 
 def _backward(draw, g: Growth, index: int | None = None, retain: bool | None = None) -> None:

@@ -1,6 +1,7 @@
-"""pytorch/pytorch#34082 drawn, not stepped around: the gradient handed to
+"""Known bugs drawn, not stepped around (issue 29): the gradient handed to
 backward stays the program's, and a leaf's .grad that torch made of it is
-found and named grad.gradient_argument_kept."""
+found and named grad.gradient_argument_kept (pytorch/pytorch#34082); the
+internal asserts after detach_() are drawn and named too."""
 
 from __future__ import annotations
 
@@ -92,3 +93,26 @@ def test_an_empty_gradient_taken_for_grad_is_named_by_its_version():
     run, found = _run(*steps)
     assert found is not None and found.kind == "version", found
     assert attribute(run, found) == "grad.gradient_argument_kept"
+
+
+def _complex_leaf(values) -> Step:
+    return Step("leaf", leaf=Leaf(np.array(values), "complex64", "cpu", True))
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        # y.retain_grad(); y.detach_(); y.mul_(x): 'old_fn INTERNAL ASSERT'
+        (X, Step("mul_s", (0,), (2.0,)), Step("retain_grad", (1,)), Step("detach_", (1,)),
+         Step("mul_", (1, 0))),
+        # v = y.conj(); y.detach_(); v[0] = 1.5 under no_grad; v.is_leaf: 'new_fn INTERNAL ASSERT'
+        (_complex_leaf([1 + 1j, 2, 3]), Step("mul_s", (0,), (2.0,)), Step("conj", (1,)),
+         Step("detach_", (1,)), Step("setitem_s", (2,), ((0,), 1.5), True)),
+    ],
+)  # fmt: skip
+def test_detach_after_retain_grad_or_beside_a_conj_view_is_drawn_and_named(steps):
+    """Once stepped around by the generator, now drawn: the internal asserts
+    after detach_() are named detach.inplace_makes_leaf (known failures)."""
+    run, found = _run(*steps)
+    assert found is not None
+    assert attribute(run, found) == "detach.inplace_makes_leaf"
