@@ -17,7 +17,8 @@ after it that still fails is not excused (`versions` must end before it).
 Entries for torch.compile (--compile) may also name a `target` (a backend:
 the entry holds for that report column only), `ops` (op names the failing
 minimal program must all use) and `message` (a substring of the failure's
-message): the last two narrow an entry to one class of divergence.
+message, or a list of them, any of which will do): the last two narrow an
+entry to one class of divergence.
 
 A crash is known too, when torch's own bug takes the process down on an
 input the suite draws: `status = "crashed"` with the `test` (its node ID
@@ -85,8 +86,9 @@ class KnownFailure:
     # (unknown ops, dtypes or message match: a test is expected to fail only by
     # entries that are not narrowed, see `narrowed`)
     ops: tuple[str, ...] | None = None
-    # a substring of the failure's message: one class of divergence only
-    message: str | None = None
+    # substrings of the failure's message, any of which marks it: one class of
+    # divergence only
+    message: tuple[str, ...] | None = None
     # a known crash ("crashed"): of `test`, where the example holds all of `example`
     status: str | None = None
     test: str | None = None
@@ -122,7 +124,7 @@ class KnownFailure:
             return False
         if self.ops is not None and ops is not None and not set(self.ops) <= ops:
             return False
-        if self.message is not None and text is not None and self.message not in text:
+        if self.message is not None and text is not None and not self._says(text):
             return False
         return True
 
@@ -134,9 +136,12 @@ class KnownFailure:
         params = nodeid.partition("[")[2].removesuffix("]").split("-")
         if any(x is not None and x not in params for x in (self.device, self.target)):
             return False
-        if self.message is not None and self.message not in detail:
+        if self.message is not None and not self._says(detail):
             return False
         return all(part in example for part in self.example or ())
+
+    def _says(self, text: str) -> bool:
+        return any(m in text for m in self.message or ())
 
     @property
     def narrowed(self) -> bool:
@@ -215,6 +220,12 @@ def load(path: Path) -> list[KnownFailure]:
             ):
                 raise KnownFailuresError(f"{where}: {key} must be a list of strings")
             lists[key] = None if value is None else tuple(value)
+        if "message" in entry:  # one substring, or a list of them
+            said = entry.pop("message")
+            said = [said] if isinstance(said, str) else said
+            if not isinstance(said, list) or not said or not all(isinstance(m, str) for m in said):
+                raise KnownFailuresError(f"{where}: message must be a string or a list of strings")
+            lists["message"] = tuple(said)
         fields = {k: str(v) for k, v in entry.items()}
         fields.setdefault("invariant", "")
         found.append(KnownFailure(where=where, **lists, **fields))

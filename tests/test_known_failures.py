@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance import known_failures
 from tests.conftest import run_suite
 
 pytestmark = pytest.mark.slow
@@ -145,3 +146,18 @@ def test_a_list_that_cannot_be_read_is_a_usage_error(tmp_path, text, needle):
     assert run.returncode == 4, run.stdout[-2000:] + run.stderr
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], run.stderr
+
+
+def test_a_message_may_list_alternatives(tmp_path):
+    path = tmp_path / "known.toml"
+    path.write_text(
+        "[[known]]\ninvariant = 'copy.values_copied'\nreason = 'r'\nlink = 'l'\n"
+        "message = ['.conj()', '.adjoint()']\n"
+    )
+    (entry,) = known_failures.load(path)
+    assert entry.covers("copy.values_copied", "cpu", text="t2 = t1.adjoint()")
+    assert entry.covers("copy.values_copied", "cpu", text="t2 = t1.conj()")
+    assert not entry.covers("copy.values_copied", "cpu", text="t2 = t1.t()")
+    path.write_text(path.read_text().replace("['.conj()', '.adjoint()']", "[]"))
+    with pytest.raises(known_failures.KnownFailuresError, match="message must be"):
+        known_failures.load(path)
