@@ -1,6 +1,8 @@
 """Known-failure lists: invariants a build is known to violate.
 
-A list is a TOML file of `[[known]]` entries, each naming an invariant ID,
+A list is a TOML file of `[[known]]` entries, each naming an invariant ID (or
+a glob of IDs, for a bug that shows through several rules, narrowed by a
+`message`),
 optionally narrowed to a device, a dtype and a range of torch versions, with
 the reason and an upstream link:
 
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -114,7 +117,7 @@ class KnownFailure:
         `cpu`, or `cpu/aot_eager` compiled; by an example that used `dtypes`
         and `ops`, when known) is this known failure."""
         device, _, target = device.partition("/")
-        if invariant != self.invariant or self.operator is not None or self.status is not None:
+        if not fnmatchcase(invariant, self.invariant) or self.operator or self.status:
             return False
         if self.device is not None and self.device != device:
             return False
@@ -260,7 +263,7 @@ def stale(
     for entry in entries:
         if entry.status == CRASHED:
             continue  # a crash is known by its test and input, not by a rule
-        if entry.invariant not in INVARIANTS:
+        if not any(fnmatchcase(i, entry.invariant) for i in INVARIANTS):
             out.append((entry, f"no invariant is called {entry.invariant!r}"))
         elif not entry.applies_to_build(torch_version):
             continue  # written for other builds: not stale, just not this one's

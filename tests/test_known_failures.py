@@ -161,3 +161,19 @@ def test_a_message_may_list_alternatives(tmp_path):
     path.write_text(path.read_text().replace("['.conj()', '.adjoint()']", "[]"))
     with pytest.raises(known_failures.KnownFailuresError, match="message must be"):
         known_failures.load(path)
+
+
+def test_an_entry_may_name_a_glob_of_rules(tmp_path):
+    """One bug seen through several rules: `*` with a message narrows to it."""
+    path = tmp_path / "known.toml"
+    path.write_text(
+        "[[known]]\ninvariant = 'view.*'\nreason = 'r'\nlink = 'l'\nmessage = 'torch._foreach_'\n"
+        "[[known]]\ninvariant = 'nothing.*'\nreason = 'r'\nlink = 'l'\n"
+    )
+    views, nothing = known_failures.load(path)
+    text = "torch._foreach_mul_([t1, t3], [t4, t5])"
+    assert views.covers("view.inplace_updates_base_grad", "cpu", text=text)
+    assert not views.covers("copy.values_copied", "cpu", text=text)
+    assert not views.covers("view.inplace_updates_base_grad", "cpu", text="t1.mul_(t4)")
+    stale = known_failures.stale([views, nothing], "2.13.0", ("cpu",), ("float32",))
+    assert [entry for entry, _ in stale] == [nothing]
