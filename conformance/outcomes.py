@@ -50,6 +50,9 @@ class TestOutcome:
     repro: str = ""
     example: str = ""
     duration: float = 0.0
+    # invariant -> the known-failure reason that made this test's violation of
+    # it an xfail (a test that broke several listed rules has one per rule)
+    known: dict[str, str] = field(default_factory=dict)
     # for a test that did not finish: what happened (signal, traceback), and
     # the example it was running when it did
     problem: dict[str, Any] = field(default_factory=dict)
@@ -109,7 +112,7 @@ class Cell:
         """The known failures this cell's rule was xfailed by: each entry's
         reason, "known failure X, fixed in 2.1: ... (link)"."""
         found = {
-            t.message
+            t.known.get(self.invariant, t.message)
             for t in self.tests
             if t.outcome == "xfailed"
             and t.message

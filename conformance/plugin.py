@@ -508,7 +508,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         violations = _violations(call.excinfo.value)
         ids = list(dict.fromkeys(v.invariant for v in violations))
         report.user_properties.append(("violations", ids))
-        _known_if_listed(item, report, ids)
+        _known_if_listed(item, report, violations)
         for v in violations:
             if v.repro:
                 report.user_properties.append(("repro", v.repro))
@@ -574,23 +574,30 @@ def _problem(error: BaseException) -> dict | None:
     return None
 
 
-def _known_if_listed(item: pytest.Item, report: pytest.TestReport, ids: list[str]) -> None:
-    """Turn a failure into an xfail when every rule it broke is listed."""
-    if not report.failed or not ids or hasattr(report, "wasxfail"):
+def _known_if_listed(
+    item: pytest.Item, report: pytest.TestReport, violations: list[InvariantViolation]
+) -> None:
+    """Turn a failure into an xfail when every rule it broke is listed, each
+    violation matched by its own message; the reason of each rule is kept."""
+    if not report.failed or not violations or hasattr(report, "wasxfail"):
         return
     device = dict(item.user_properties).get("device", "cpu")
     dtypes = set(harness.LAST_EXAMPLE_DTYPES)
     ops = set(harness.LAST_EXAMPLE_OPS)
-    text = str(report.longrepr)
+    whole = str(report.longrepr)  # (a violation raised alone: its text with the traceback)
     covering = item.stash.get(_COVERING, [])
-    matched = []
-    for invariant in ids:
-        entry = next((e for e in covering if e.covers(invariant, device, dtypes, ops, text)), None)
+    reasons: dict[str, str] = {}
+    for v in violations:
+        text = whole if len(violations) == 1 else str(v)
+        entry = next(
+            (e for e in covering if e.covers(v.invariant, device, dtypes, ops, text)), None
+        )
         if entry is None:
             return
-        matched.append(entry)
+        reasons.setdefault(v.invariant, entry.xfail_reason())
     report.outcome = "skipped"
-    report.wasxfail = "; ".join(dict.fromkeys(e.xfail_reason() for e in matched))
+    report.wasxfail = "; ".join(dict.fromkeys(reasons.values()))
+    report.user_properties.append(("known", reasons))
 
 
 def _outcome_of(report: pytest.TestReport) -> str:
@@ -638,6 +645,7 @@ def _outcome(report: pytest.TestReport) -> TestOutcome:
         message=_message(report),
         longrepr=str(report.longrepr) if report.failed else "",
         coverage=props.get("coverage", {}),
+        known=dict(props.get("known", {})),
         repro=props.get("repro", ""),
         example=props.get("example", ""),
         duration=report.duration,
