@@ -99,6 +99,11 @@ class KnownFailure:
     # the release that fixed the bug ("2.1"), where known
     fixed: str | None = None
 
+    def __post_init__(self) -> None:
+        # one substring is the common case: a bare string is one alternative
+        if isinstance(self.message, str):
+            object.__setattr__(self, "message", (self.message,))
+
     def applies_to_build(self, torch_version: str) -> bool:
         if self.versions is None:
             return True

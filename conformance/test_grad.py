@@ -81,6 +81,56 @@ def test_grad_sums_over_paths(device, data):
     )
 
 
+# y = path(x): view-like paths (where torch 2.0-2.14 hand g itself to the
+# leaf's .grad, pytorch#34082) and arithmetic ones, with the factor each
+# scales the gradient by
+_HANDED_PATHS = (
+    ("x", lambda x: x, 1),
+    ("x.view_as(x)", lambda x: x.view_as(x), 1),
+    ("x.reshape(x.shape)", lambda x: x.reshape(x.shape), 1),
+    ("x.view(x.shape)", lambda x: x.view(x.shape), 1),
+    ("x * 1", lambda x: x * 1, 1),
+    ("x.neg()", lambda x: x.neg(), -1),
+)
+
+
+@pytest.mark.invariant("grad.gradient_argument_kept")
+@given(data=st.data())
+def test_the_gradient_handed_to_backward_is_only_read(device, data):
+    ex = Example(data, device)
+    x = ex.tensor("x", roles=GRAD_ROLES)
+    name, path, factor = ex.draw(st.sampled_from(_HANDED_PATHS), "y = path(x)")
+    grad = ex.gradient(x)
+    g = _as_tensor(grad, x.tensor)
+    with attributed_to("grad.gradient_argument_kept", f"y = {name}; y.backward(g)"):
+        path(x.tensor).backward(g, retain_graph=True)
+    expected = x.grad_for_root(grad * factor)
+    version = g._version
+    with torch.no_grad():
+        g.add_(1)  # the user's own tensor: theirs to write
+    expect_values(
+        "grad.gradient_argument_kept",
+        x.root.grad,
+        expected,
+        f"the leaf's .grad after y = {name}; y.backward(g), then g.add_(1)",
+    )
+    written = to_numpy(g).copy()
+    with attributed_to("grad.gradient_argument_kept", f"a second backward of y = {name}"):
+        path(x.tensor).backward(_as_tensor(grad, x.tensor))
+    expect_values(
+        "grad.gradient_argument_kept",
+        g,
+        written,
+        f"g after a second backward of y = {name}, once g had been handed to the first",
+    )
+    expect(
+        "grad.gradient_argument_kept",
+        g._version == version + 1,
+        f"g's version is {g._version} after g.add_(1) and a second backward; "
+        f"it was {version} before g.add_(1)",
+    )
+
+
 @pytest.mark.invariant("grad.matches_leaf")
 @given(data=st.data())
 def test_grad_has_leaf_shape_dtype_device(device, data):

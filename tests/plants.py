@@ -701,6 +701,25 @@ def _():
     _replace("backward", make)
 
 
+@plant(
+    "grad_is_the_gradient_argument",
+    "grad.gradient_argument_kept",
+    "y.backward(g) of a leaf y makes g itself y.grad (pytorch#34082 through no view at all)",
+)
+def _():
+    def make(orig):
+        def backward(self, *a, **k):
+            gradient = a[0] if a else k.get("gradient")
+            fresh = self.is_leaf and self.requires_grad and self.grad is None
+            orig(self, *a, **k)
+            if fresh and gradient is not None and gradient.shape == self.shape:
+                self.grad = gradient.detach()  # g's own memory and version counter
+
+        return backward
+
+    _replace("backward", make)
+
+
 @plant("grad_one_path", "grad.accumulates_across_paths", "a leaf gets one path's gradient")
 def _():
     torch = _torch()

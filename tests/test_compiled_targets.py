@@ -121,7 +121,7 @@ def test_known_failure_lists_check_ops(tmp_path):
         'target = "aot_eager"\nops = ["narrow"]\nmessage = "m"\n'
     )
     (entry,) = load(good)
-    assert (entry.target, entry.ops, entry.message) == ("aot_eager", ("narrow",), "m")
+    assert (entry.target, entry.ops, entry.message) == ("aot_eager", ("narrow",), ("m",))
 
 
 def test_hitting_the_recompile_limit_fails_loudly():

@@ -10,7 +10,9 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
+from conformance import known_failures
 from tests.conftest import SITE, run_suite
 from tests.plants import PLANTS
 
@@ -36,20 +38,41 @@ def _run_script(path, plant: str | None) -> subprocess.CompletedProcess:
 _DIFFERENTIAL_PLANTS = sorted(n for n, p in PLANTS.items() if not p.breaks.startswith("schema."))
 
 
+def _known_failures_for(rule: str) -> list[str]:
+    """The shipped list stays on, so that torch's own known bugs (pytorch#34082
+    on every release) are kept aside while the search goes on to the plant;
+    a plant of a rule the list excuses outright runs without it."""
+    entries = known_failures.load(known_failures.SHIPPED)
+    excused = any(
+        e.applies_to_build(torch.__version__) and e.covers(rule, "cpu") and not e.narrowed
+        for e in entries
+    )
+    return ["--no-known-failures"] if excused else []
+
+
+# As in test_planted.py: a plant met only where a seed draws it (one dtype,
+# one op family) is looked for at the first seeds in turn.
+SEEDS = (0, 1, 2)
+
+
 @pytest.mark.parametrize("name", _DIFFERENTIAL_PLANTS)
 def test_differential_catches_planted_violation(name, tmp_path):
     plant = PLANTS[name]
-    run = run_suite(
-        "-k", "differential",  # the property tests deselected
-        "--profile", "ci",
-        "--workers", "0",
-        "--no-known-failures",
-        "--report-dir", str(tmp_path),
-        "--report-name", "planted",
-        "-q",
-        plant=name,
-        report=True,
-    )  # fmt: skip
+    for seed in SEEDS:
+        run = run_suite(
+            "-k", "differential",  # the property tests deselected
+            "--profile", "ci",
+            "--seed", str(seed),
+            "--workers", "0",
+            *_known_failures_for(plant.breaks),
+            "--report-dir", str(tmp_path),
+            "--report-name", "planted",
+            "-q",
+            plant=name,
+            report=True,
+        )  # fmt: skip
+        if plant.breaks in run.violated:
+            break
     assert run.returncode == 1, f"{name} ({plant.what}) went unnoticed:\n{run.stdout[-3000:]}"
     assert plant.breaks in run.violated, (
         f"{name} should break {plant.breaks}, the differential reported {sorted(run.violated)}"

@@ -99,6 +99,7 @@ def test_an_entry_that_matches_nothing_warns(tmp_path, entry, why):
     known = _entries(tmp_path, entry)
     run = run_suite(
         "--invariants", INVARIANT,
+        "-k", "not differential",  # every release breaks a differential rule (pytorch#34082)
         "--dtypes", "float32,float64",
         "--profile", "ci",
         "--no-known-failures",

@@ -17,6 +17,8 @@ import pytest
 import torch
 from hypothesis import HealthCheck, Phase, given, settings
 
+from conformance import known_failures
+from conformance.differential.attribution import attribute
 from conformance.differential.generate import programs
 from conformance.differential.listing import listing
 from conformance.differential.lockstep import execute
@@ -30,9 +32,25 @@ pytestmark = pytest.mark.skipif(
 SCENARIOS = 800  # enough that each surface motif's ops come up
 
 
+def _explained_by_a_known_failure(run, found) -> str | None:
+    """The rule a shipped known failure of this build names for the
+    discrepancy, if one does: torch breaking a listed promise is not the
+    oracle disagreeing (pytorch#34082 is drawn on every release)."""
+    rule = attribute(run, found)
+    entries = known_failures.load(known_failures.SHIPPED)
+    ops = {s.op for s in run.program.steps}
+    for entry in entries:
+        if entry.applies_to_build(torch.__version__) and entry.covers(
+            rule, "cpu", ops=ops, text=found.message
+        ):
+            return rule
+    return None
+
+
 def test_oracle_agrees_with_torch_on_a_corpus_of_generated_chains():
     dtypes = tuple(DTYPES)
     seen: Counter[str] = Counter()
+    known: Counter[str] = Counter()
     steps = []
     steps_made: list[Step] = []
 
@@ -47,6 +65,9 @@ def test_oracle_agrees_with_torch_on_a_corpus_of_generated_chains():
     )
     def agrees(program):
         run, found = execute(program)
+        if found is not None and (rule := _explained_by_a_known_failure(run, found)):
+            known[rule] += 1
+            return
         assert found is None, f"step {found.step}: {found.message}\n" + "\n".join(listing(program))
         steps.append(run.steps_checked)
         seen.update(s.op for s in program.steps)
@@ -54,6 +75,8 @@ def test_oracle_agrees_with_torch_on_a_corpus_of_generated_chains():
 
     agrees()
     assert len(steps) >= 200, f"only {len(steps)} scenarios ran"
+    # a known failure ends its chain early: most chains must run to the end
+    assert sum(known.values()) <= len(steps) // 10, f"known failures ended {dict(known)}"
     assert sum(steps) >= 1500, f"only {sum(steps)} steps were compared"
     # the corpus exercises the model broadly, not one corner of it
     for op in ("leaf", "clone", "detach", "data", "copy_", "backward", "add_", "mul", "exp"):
