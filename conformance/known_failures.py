@@ -158,15 +158,21 @@ class KnownFailure:
 
     @property
     def label(self) -> str:
+        return self.label_for(self.invariant)
+
+    def label_for(self, invariant: str) -> str:
+        """The entry's name, as seen through `invariant` (an entry that names
+        a glob of rules is shown by the rule it excused)."""
         scope = "".join(
             f" [{x}]" for x in (self.operator, self.device, self.target, self.dtype) if x
         )
-        subject = f"crash in {self.test}" if self.status == CRASHED else self.invariant
+        subject = f"crash in {self.test}" if self.status == CRASHED else invariant
         return f"{subject}{scope}"
 
-    def xfail_reason(self) -> str:
+    def xfail_reason(self, invariant: str | None = None) -> str:
         fixed = f", fixed in {self.fixed}" if self.fixed else ""
-        return f"known failure {self.label}{fixed}: {self.reason} ({self.link})"
+        label = self.label_for(invariant or self.invariant)
+        return f"known failure {label}{fixed}: {self.reason} ({self.link})"
 
 
 _FIELDS = {

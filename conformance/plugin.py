@@ -424,7 +424,9 @@ def _mark_known(config: pytest.Config, item: pytest.Item, ids: tuple, device: st
     whole = [e for e in covering if not e.narrowed]
     if not whole or not all(any(e.covers(i, device) for e in whole) for i in ids):
         return
-    reason = "; ".join(e.xfail_reason() for e in whole)
+    reason = "; ".join(
+        e.xfail_reason(next((i for i in ids if e.covers(i, device)), None)) for e in whole
+    )
     item.add_marker(
         pytest.mark.xfail(
             reason=reason, strict=config.getoption("strict_xfail"), raises=AssertionError
@@ -594,7 +596,7 @@ def _known_if_listed(
         )
         if entry is None:
             return
-        reasons.setdefault(v.invariant, entry.xfail_reason())
+        reasons.setdefault(v.invariant, entry.xfail_reason(v.invariant))
     report.outcome = "skipped"
     report.wasxfail = "; ".join(dict.fromkeys(reasons.values()))
     report.user_properties.append(("known", reasons))
