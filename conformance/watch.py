@@ -267,6 +267,22 @@ class Recorder:
                     signal.setitimer(signal.ITIMER_REAL, limit)
                 self._armed = True
 
+    def restart(self) -> None:
+        """The running example moved on to the next unit of its work: its
+        limit starts again from now."""
+        with self._lock:
+            if not (self._armed and self._started and self._current_limit):
+                return
+            self._started = time.monotonic()
+            grace = GRACE if self._current_limit == self.limit else AFTER_HANG_GRACE
+            self._deadline = self._started + self._current_limit + grace
+            if self._main:
+                signal.setitimer(signal.ITIMER_REAL, self._current_limit)
+
+    def unit_limit(self) -> float | None:
+        """Seconds the running example's current unit may take, if limited."""
+        return self._current_limit if self._armed and self._current_limit else None
+
     def note(self, **entry: Any) -> None:
         """Add to what the current example is known by (an input, a program)."""
         os.write(self._example, (json.dumps(entry, default=repr) + "\n").encode())
@@ -307,6 +323,20 @@ def install(folder: Path, name: str, limit: float | None) -> Recorder:
 def uninstall() -> None:
     while _RECORDER:
         _RECORDER.pop().close()
+
+
+def next_unit() -> None:
+    """A plain test made of many units of work (the schema sweep, one
+    operator each) starts the next one: the limit is per unit, as it is per
+    Hypothesis example."""
+    if _RECORDER:
+        _RECORDER[0].restart()
+
+
+def unit_limit() -> float | None:
+    """The seconds the running unit may take (None outside a run or unlimited):
+    a child process given its own hang limit keeps it below this one."""
+    return _RECORDER[0].unit_limit() if _RECORDER else None
 
 
 def note(**entry: Any) -> None:

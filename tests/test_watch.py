@@ -139,3 +139,23 @@ def test_an_alarm_meant_for_a_finished_example_is_ignored(recorder):
     signal.setitimer(signal.ITIMER_REAL, 0.05)
     time.sleep(0.3)
     recorder.finish()
+
+
+def test_a_test_of_many_units_gets_the_limit_per_unit(tmp_path):
+    """The schema sweep is one plain test of many operators: each operator
+    (watch.next_unit) gets the whole limit, and one that runs past it still
+    ends the test."""
+    recorder = watch.install(tmp_path, "units", limit=0.5)
+    try:
+        with watch.example("test_sweep", paced=False):
+            for _ in range(4):  # 1.2 s in all, 0.3 s a unit
+                watch.next_unit()
+                assert watch.unit_limit() == 0.5
+                time.sleep(0.3)
+        with pytest.raises(watch.ExampleHung):
+            with watch.example("test_sweep", paced=False):
+                watch.next_unit()
+                time.sleep(5)
+    finally:
+        watch.uninstall()
+    assert recorder._deadline is None

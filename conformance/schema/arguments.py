@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
+from conformance.schema.semantics import INT_ENUMS
 from conformance.schema.signature import Param, Signature
 from strategies.dtypes import DTYPES, elements, seeded_values
 from strategies.layouts import LAYOUTS, WRITABLE_LAYOUTS, layouts
@@ -78,11 +79,6 @@ _STRINGS = {
     "dtype": "float32",
 }
 
-# Integers that stand for an enum, by argument name: only its values. The
-# losses' `int reduction` outside 0 (none), 1 (mean), 2 (sum) makes every
-# release from 2.0 to 2.14 return uninitialized memory and leave out= as it
-# was (soft_margin_loss(x, y, -1)): undefined input, not a schema's promise.
-_INT_ENUMS = {"reduction": (0, 1, 2)}
 
 _DIM_NAMES = {
     "dim",
@@ -320,8 +316,8 @@ class ArgumentDrawer:
                 return data.draw(_dims(rank), label=p.name)
             if p.name in _COUNT_NAMES:
                 return data.draw(st.integers(1, 3), label=p.name)
-            if p.name in _INT_ENUMS:
-                return data.draw(st.sampled_from(_INT_ENUMS[p.name]), label=p.name)
+            if p.name in INT_ENUMS:  # an enum's values only (semantics.py)
+                return data.draw(st.sampled_from(INT_ENUMS[p.name].values), label=p.name)
             return data.draw(st.integers(-1, 3), label=p.name)
         if t == "List[int]":
             return self._int_list(data, p, drawn)

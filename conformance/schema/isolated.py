@@ -21,11 +21,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from conformance import watch
 from conformance.schema.summary import merge_verdicts
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG_SECONDS = 120.0  # one operator's calls, at most
 _MARK = "@@schema-sweep "
+_PARENT = "CONFORMANCE_SWEEP_PARENT"  # the pid the child must not outlive
+_PR_SET_PDEATHSIG = 1
 
 
 def _describe_exit(code: int) -> str:
@@ -82,6 +85,7 @@ def _one_child(job, hang_seconds, verdicts, dtypes):
     exit code, reason) or None, and the seconds it spent."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env[_PARENT] = str(os.getpid())
     child = subprocess.Popen(
         [sys.executable, "-m", "conformance.schema.isolated"],
         stdin=subprocess.PIPE,
@@ -94,6 +98,20 @@ def _one_child(job, hang_seconds, verdicts, dtypes):
     child.stdin.close()
     selector = selectors.DefaultSelector()
     selector.register(child.stdout, selectors.EVENT_READ)
+    # an operator hangs here, judged by this limit, before the run's
+    # watchdog (a limit per operator: watch.next_unit) would end the whole test
+    limit = watch.unit_limit()
+    if limit:
+        hang_seconds = min(hang_seconds, max(0.8 * limit, limit - watch.GRACE))
+    try:
+        return _read_child(child, selector, hang_seconds, verdicts, dtypes)
+    finally:  # however this process leaves (an exception, Ctrl-C), the child goes too
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def _read_child(child, selector, hang_seconds, verdicts, dtypes):
     done: set[str] = set()
     current: str | None = None
     spent = 0.0
@@ -112,6 +130,7 @@ def _one_child(job, hang_seconds, verdicts, dtypes):
         message = json.loads(line[len(_MARK) :])
         if "start" in message:
             current = message["start"]
+            watch.next_unit()
         else:
             _merge(verdicts, message["ops"])
             for dtype, n in message["dtypes"].items():
@@ -125,7 +144,24 @@ def _one_child(job, hang_seconds, verdicts, dtypes):
     return done, None, spent
 
 
+def _die_with_parent() -> None:
+    """The kernel ends this child when the process that started it dies,
+    however it dies (SIGKILL included: an xdist worker that crashed), so
+    that no sweep outlives its run (Linux; elsewhere the parent's own
+    cleanup is all there is)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.environ.get(_PARENT) not in (None, str(os.getppid())):
+        os._exit(1)  # the parent died before the line above: nobody will read us
+
+
 def _child() -> None:
+    _die_with_parent()
     from conformance.schema.operators import by_name
     from conformance.schema.sweep import Sweep
 

@@ -114,7 +114,7 @@ def all_overloads() -> tuple[torch._ops.OpOverload, ...]:
     return tuple(found)
 
 
-def _public(op: torch._ops.OpOverload) -> bool:
+def is_public(op: torch._ops.OpOverload) -> bool:
     """An operator users call: the default sample draws from these alone, so
     that it never calls an internal kernel that trusts its arguments (those
     run under --schema all, in a child process that may crash)."""
@@ -191,7 +191,7 @@ def select(spec: str, run_seed: int, sample: int = 10) -> list[torch._ops.OpOver
         return list(table.values())
     if spec == "sample":
         core = [table[n] for n in CORE if n in table]
-        rest = sorted(n for n in table if n not in CORE and _public(table[n]))
+        rest = sorted(n for n in table if n not in CORE and is_public(table[n]))
         drawn = random.Random(run_seed).sample(rest, min(sample, len(rest)))
         return core + [table[n] for n in drawn]
     chosen = []

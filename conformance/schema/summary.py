@@ -18,6 +18,9 @@ def merge_verdicts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     merged["raised"] = a.get("raised", 0) + b.get("raised", 0)
     if merged["status"] == "not covered" and second["status"] != "not covered":
         merged = dict(second, checked=merged["checked"], raised=merged["raised"])
+    skipped = Counter(a.get("values_not_compared", {})) + Counter(b.get("values_not_compared", {}))
+    if skipped:
+        merged["values_not_compared"] = dict(skipped)
     return merged
 
 
@@ -49,6 +52,9 @@ def operator_table(outcomes: Iterable[Any]) -> dict[str, Any]:
             1 for v in ops.values() if v.get("checked") and v.get("annotated")
         )
         entry["calls"] = sum(v.get("checked", 0) for v in ops.values())
+        entry["values_not_compared"] = sum(
+            sum(v.get("values_not_compared", {}).values()) for v in ops.values()
+        )
     return {"devices": dict(sorted(devices.items()))}
 
 
@@ -64,10 +70,17 @@ def summary_lines(table: dict[str, Any]) -> list[str]:
             if annotated
             else ""
         )
+        unspecified = entry.get("values_not_compared", 0)
+        apart = (
+            f" ({unspecified} out= results not compared: unasked or unstable, "
+            "conformance/schema/semantics.py)"
+            if unspecified
+            else ""
+        )
         lines.append(
             f"schema [{device}]: {entry['checked_ops']} operators checked against their schemas "
-            f"({parts}){reached}; {entry['calls']} calls checked, {entry['driven']} operators "
-            f"called in {entry['seconds']:.1f} s: {rate:.0f} operators/s"
+            f"({parts}){reached}; {entry['calls']} calls checked{apart}, {entry['driven']} "
+            f"operators called in {entry['seconds']:.1f} s: {rate:.0f} operators/s"
         )
     return lines
 

@@ -22,11 +22,13 @@ import torch
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
+from conformance import watch
 from conformance.schema.arguments import ArgumentDrawer, Drawn, Uncoverable, uncoverable_reason
 from conformance.schema.operators import (
     by_name,
     composite_implicit,
     functional_twin,
+    is_public,
     unsafe_reason,
 )
 from conformance.schema.recorder import (
@@ -38,6 +40,7 @@ from conformance.schema.recorder import (
     tensors_in,
 )
 from conformance.schema.rules import OUT, Finding, check_call
+from conformance.schema.semantics import broken_contract, unasked_outputs, unstable_reason
 from conformance.schema.signature import Signature
 
 HELD, VIOLATED, XFAILED, NOT_COVERED = "held", "violated", "xfailed", "not covered"
@@ -59,6 +62,8 @@ class OpResult:
     reason: str = ""  # not covered: why; xfailed: the known failure
     last_error: str = ""
     known: dict[str, str] = field(default_factory=dict)  # rule -> known-failure reason
+    # out= values not compared, and why (semantics.py: unasked or unstable results)
+    not_compared: Counter[str] = field(default_factory=Counter)
 
     @property
     def status(self) -> str:
@@ -85,6 +90,8 @@ class OpResult:
         }
         if self.status == NOT_COVERED:
             out["reason"] = self.why_not_covered
+        if self.not_compared:
+            out["values_not_compared"] = dict(self.not_compared)
         if self.violations:
             out["violations"] = {
                 rule: {
@@ -246,6 +253,10 @@ class Sweep:
 
     def _call(self, op, sig: Signature, drawn: Drawn, composite: bool, twin) -> None:
         result = self.results[sig.name]
+        if (outside := broken_contract(sig, drawn.kwargs)) is not None:
+            result.raised += 1  # not made: counted with the calls the operator refuses
+            result.last_error = outside
+            return
         try:
             outs = self._outs(sig, drawn, twin) if sig.is_out else {}
         except _Refused as why:
@@ -280,7 +291,7 @@ class Sweep:
             self._result(call.signature).checked += 1
             findings += [replace(f, recorded=True) for f in check_call(call)]
         if presized and not error:
-            findings += self._written_in_place(op, sig, outs, presized, storages)
+            findings += self._written_in_place(op, sig, drawn, outs, presized, storages)
         self._record(findings, drawn, sig.name, outs)
 
     def _plain(self, op, sig: Signature, kwargs: dict[str, Any]) -> Call:
@@ -294,15 +305,33 @@ class Sweep:
         call.outputs = [tensors_in(r) for r in returned]
         return call
 
-    def _written_in_place(self, op, sig, outs, presized, storages) -> list[Finding]:
+    def _written_in_place(self, op, sig, drawn, outs, presized, storages) -> list[Finding]:
         """out= tensors of the right shape must keep their storage and hold
-        what the first call wrote (for deterministic operators)."""
+        what the first call wrote (for deterministic operators, and the
+        results the call specifies: semantics.py)."""
+        result = self.results[sig.name]
+        unasked = unasked_outputs(sig, drawn.kwargs)
+        unstable = unstable_reason(sig, drawn.kwargs)
+        compare_values = not _values_unspecified(op)
+        if compare_values and unstable:
+            result.not_compared[unstable] += 1
+            compare_values = False
+        # an internal kernel trusts arguments the schema cannot constrain (a
+        # gradient of its forward's output's shape, a Cholesky factor): on
+        # drawn ones its values are undefined, but it must still write out=
+        only_written = compare_values and not is_public(op)
         problems = []
         for name, value in presized.items():
+            if name in unasked:
+                result.not_compared[f"`{name}`: output_mask does not ask for it"] += 1
+                continue
             tensors, first = tensors_in(value), tensors_in(outs[name])
             if [storage_of(t) for t in tensors] != storages[name]:
                 problems.append(f"`{name}` already had the result's shape but got new storage")
-            elif not _values_unspecified(op) and not all(
+            elif only_written:
+                if any(_unwritten(a, b) for a, b in zip(tensors, first, strict=False)):
+                    problems.append(f"`{name}` still holds what it held before the call")
+            elif compare_values and not all(
                 _same_result(a, b) for a, b in zip(tensors, first, strict=False)
             ):
                 problems.append(
@@ -340,8 +369,24 @@ def _same_result(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(torch.equal(a, b))
 
 
-# Operators whose result holds whatever the memory held: `empty` and kin
+def _unwritten(presized: torch.Tensor, first: torch.Tensor) -> bool:
+    """The out= tensor still holds the sentinel everywhere, where the same
+    call wrote something else into an empty one."""
+    if presized.numel() == 0:
+        return False
+    sentinel = True if presized.dtype == torch.bool else _SENTINEL
+    still = bool((presized == sentinel).all())
+    return still and not bool((first == sentinel).all())
+
+
+# Operators whose result holds whatever the memory held: `empty` and kin,
+# and the functional resize ("If the number of elements is larger than the
+# current storage size, then the underlying storage is resized to fit the
+# new number of elements [...] The new elements are uninitialized",
+# torch.Tensor.resize_)
 _UNINITIALIZED = (
+    "resize",
+    "resize_as",
     "empty",
     "new_empty",
     "new_empty_strided",
@@ -370,6 +415,7 @@ def sweep_here(job: dict[str, Any]) -> dict[str, Any]:
         known={(k[0], k[1]): why for k, why in job["known"]},
     )
     for name in job["ops"]:
+        watch.next_unit()
         sweep.check(table[name])
     return {
         "ops": {n: r.as_dict() for n, r in sweep.results.items()},
