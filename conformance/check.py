@@ -25,12 +25,22 @@ from strategies.tensors import DTYPE_NAMES, to_numpy
 class InvariantViolation(AssertionError):
     """A rule of the catalogue does not hold."""
 
-    def __init__(self, invariant: str, message: str, example: str = "", repro: str = "") -> None:
+    def __init__(
+        self,
+        invariant: str,
+        message: str,
+        example: str = "",
+        repro: str = "",
+        repro_asserts: bool = True,
+    ) -> None:
         if invariant not in INVARIANTS:
             raise KeyError(f"unknown invariant {invariant!r}")
         self.invariant = invariant
         self.example = example  # the minimal counterexample, as text
         self.repro = repro  # a standalone torch script that reproduces it
+        # whether the script fails where the rule is broken (it ends in
+        # assertions), so that running it tells whether it reproduces
+        self.repro_asserts = repro_asserts
         super().__init__(f"[{invariant}] {message}")
 
 

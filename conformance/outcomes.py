@@ -48,6 +48,9 @@ class TestOutcome:
     longrepr: str = ""
     coverage: dict[str, Any] = field(default_factory=dict)
     repro: str = ""
+    # (verdict, what the process said last): the repro run in a fresh process
+    # before the violation was shown (conformance/repro_check.py); () if not run
+    reproduced: tuple[str, ...] = ()
     example: str = ""
     duration: float = 0.0
     # invariant -> the known-failure reason that made this test's violation of

@@ -17,7 +17,7 @@ import pytest
 import torch
 from hypothesis import Phase, settings
 
-from conformance import build, evidence, harness, known_failures, not_in_build, watch
+from conformance import build, evidence, harness, known_failures, not_in_build, repro_check, watch
 from conformance.check import InvariantViolation
 from conformance.compiled import targets as compile_targets
 from conformance.internal import InternalError, internal_error_in, suite_fault
@@ -514,6 +514,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         for v in violations:
             if v.repro:
                 report.user_properties.append(("repro", v.repro))
+                if v.repro_asserts and report.failed:  # (a known failure is not re-checked)
+                    verdict, said = repro_check.reproduces(v.repro)
+                    report.user_properties.append(("reproduced", [verdict, said]))
             if v.example:
                 report.user_properties.append(("example", v.example))
             if v.repro or v.example:
@@ -649,6 +652,7 @@ def _outcome(report: pytest.TestReport) -> TestOutcome:
         coverage=props.get("coverage", {}),
         known=dict(props.get("known", {})),
         repro=props.get("repro", ""),
+        reproduced=tuple(props.get("reproduced", ())),
         example=props.get("example", ""),
         duration=report.duration,
     )
@@ -866,7 +870,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         for device, cell in by_device.items():
             if cell.status == VIOLATED:
                 first = next(t for t in cell.tests if invariant in t.broken)
-                write(f"VIOLATED {invariant} [{device}]: {first.message}", red=True)
+                checked = f" ({repro_check.label(first.reproduced[0])})" if first.reproduced else ""
+                write(f"VIOLATED {invariant} [{device}]{checked}: {first.message}", red=True)
     for invariant, by_device in cells.items():
         for device, cell in by_device.items():
             for reason in cell.known if cell.status == XFAILED else ():
@@ -875,6 +880,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     _write_unfinished(terminalreporter, by_status)
     parts = [f"{n} {status}" for status, n in counts.items() if n]
     line = "invariants: " + ", ".join(parts)
+    unreproduced = sorted(
+        {i for t in OUTCOMES.values() if t.reproduced[:1] == (repro_check.NO,) for i in t.broken}
+    )
+    if unreproduced:  # counted apart: the violation was seen, its repro passes
+        line += f" ({len(unreproduced)} of them not reproduced in a fresh process)"
     tests = tests_line(by_status)
     write(f"{line}; {tests}" if tests else line, bold=True)
     for line in not_in_build.lines(not_in_build.tally(OUTCOMES.values())):

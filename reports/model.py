@@ -90,6 +90,8 @@ def _failure(record: Record) -> dict[str, Any]:
         "message": t.message,
         "example": t.example,
         "repro": t.repro,
+        # [verdict, what the process said]: its repro, run in a fresh process
+        "reproduced": list(t.reproduced),
         "traceback": record.traceback,
     }
 

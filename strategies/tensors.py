@@ -117,8 +117,9 @@ class TensorCase:
         dtype = f"torch.{self.dtype}"
         values = self.root_values.tolist()
         build = f"torch.tensor({values!r}, dtype={dtype}, device={self.device!r})"
-        if self.root_values.size == 0 and self.root_values.ndim != 1:
-            build += f".reshape({tuple(self.root_values.shape)!r})"
+        if self.root_values.size == 0:  # as leaf_tensor builds it: contiguous strides
+            shape = tuple(self.root_values.shape)
+            build = f"torch.empty({shape!r}, dtype={dtype}, device={self.device!r})"
         view = self.layout.source()
         if self.role == "plain":
             return f"{name} = {build}{view}"
@@ -146,7 +147,7 @@ def build_case(
     root_values: np.ndarray, dtype: str, device: str, role: str, layout: Layout
 ) -> TensorCase:
     """Make the torch tensor a case describes."""
-    root = torch.tensor(root_values, dtype=TORCH_DTYPES[dtype], device=device)
+    root = leaf_tensor(root_values, dtype, device, requires_grad=False)
     values = np.array(apply_numpy(root_values, layout.steps), order="C")
     identity = np.arange(math.prod(layout.shape), dtype=np.int64).reshape(layout.shape)
     if role == "plain":
@@ -213,7 +214,20 @@ def tensor_cases(
 
 
 def leaf_tensor(values: np.ndarray, dtype: str, device: str, requires_grad: bool) -> torch.Tensor:
-    """A contiguous leaf holding `values` (copied)."""
+    """A contiguous leaf holding `values` (copied): the tensor that the spelling of
+    a listing or repro (strategies.programs.Leaf.source, TensorCase.source) rebuilds,
+    strides and storage offset included.
+
+    Not torch.tensor(values) alone: it copies with memory_format=preserve, so it
+    keeps the strides of a non-contiguous array, and those of any empty one, and
+    NumPy (1.23 on) gives a new empty array zero strides (np.ones((1, 0, 2)).strides
+    is (0, 0, 0)). Torch checks an empty tensor's strides all the same:
+    view_as_complex refuses a last stride of 0."""
+    values = np.asarray(values, order="C")  # (a copy only where it is not)
+    if values.size == 0:  # torch.empty: contiguous strides, as Leaf.source spells it
+        return torch.empty(
+            values.shape, dtype=TORCH_DTYPES[dtype], device=device, requires_grad=requires_grad
+        )
     return torch.tensor(
         values, dtype=TORCH_DTYPES[dtype], device=device, requires_grad=requires_grad
     )

@@ -81,6 +81,10 @@ def test_differential_catches_planted_violation(name, tmp_path):
     failures = report["invariants"][plant.breaks]["failures"]
     scripts = [f["repro"] for f in failures if f.get("repro")]
     assert scripts, f"no repro script for {plant.breaks}"
+    # checked in a fresh process (on the planted build) before it was shown
+    checked = [f["reproduced"] for f in failures if f.get("repro")]
+    assert all(c[:1] == ["yes"] for c in checked), checked
+    assert f"VIOLATED {plant.breaks} [cpu] (reproduced in a fresh process: yes)" in run.stdout
     path = tmp_path / "repro.py"
     path.write_text(scripts[0])
     imports = [line for line in scripts[0].splitlines() if line.startswith(("import ", "from "))]

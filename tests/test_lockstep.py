@@ -125,3 +125,42 @@ def test_a_cut_chain_whose_steps_no_longer_make_their_tensors_is_not_run():
     program = Program(chain, render=listing)
     assert well_formed(program)
     assert not well_formed(without(program, {1}))
+
+
+def test_an_empty_leaf_is_the_tensor_its_listing_spells():
+    """NumPy gives a new empty array zero strides and torch.tensor keeps them, while
+    view_as_complex checks an empty tensor's strides as any other's: torch must run the
+    leaf that the listing, the repro script and the model build (strides (2, 2, 1))."""
+    leaf = Leaf(np.ones((1, 0, 2)), "float32", "cpu", requires_grad=True)
+    chain = [Step("leaf", leaf=leaf), Step("clone", (0,)), Step("view_as_complex", (1,))]
+    run, found = execute(Program(chain, render=listing))
+    assert found is None, found
+    spelled = eval(leaf.source(), {"torch": torch})  # noqa: S307 - as the listing spells it
+    for t in (run.torch_pool[0], run.torch_pool[1], spelled):
+        assert (t.stride(), t.storage_offset()) == ((2, 2, 1), 0)
+    assert tuple(run.oracle_pool[0].strides) == (2, 2, 1)
+    assert tuple(run.torch_pool[2].stride()) == (1, 1)
+
+
+def test_a_tensor_case_is_the_tensor_its_source_spells():
+    """Sizes, strides and storage offset, for an empty root as for any other."""
+    from strategies.layouts import Layout, ViewStep
+    from strategies.tensors import ROLES, build_case
+
+    layouts = [
+        Layout("contiguous", (1, 0, 2), (1, 0, 2), ()),
+        Layout("strided", (1, 0, 2), (1, 0, 4), (ViewStep("slice", (2, 1, None, 2)),)),
+        Layout("offset", (1, 0, 2), (1, 0, 3), (ViewStep("slice", (2, 1, 3, 1)),)),
+        Layout("transposed", (2, 1, 0), (0, 2, 1), (ViewStep("permute", ((1, 2, 0),)),)),
+    ]
+    for layout in layouts:
+        for role in ROLES:
+            case = build_case(np.ones(layout.root_shape), "float32", "cpu", role, layout)
+            scope: dict = {"torch": torch}
+            exec(case.source("x"), scope)  # noqa: S102 - as a repro spells it
+            built, spelled = case.tensor, scope["x"]
+            assert (built.shape, built.stride(), built.storage_offset()) == (
+                spelled.shape,
+                spelled.stride(),
+                spelled.storage_offset(),
+            ), (role, str(layout))

@@ -52,7 +52,17 @@ PER_INVARIANT = {
     "unfinished",
 }
 PER_CELL = {"status", "examples", "dtypes", "reasons", "known", "outcomes", "tests"}
-PER_FAILURE = {"nodeid", "device", "outcome", "when", "crashed", "message", "example", "repro"}
+PER_FAILURE = {
+    "nodeid",
+    "device",
+    "outcome",
+    "when",
+    "crashed",
+    "message",
+    "example",
+    "repro",
+    "reproduced",
+}
 BUILD_KEYS = {"torch", "git_version", "build", "backend", "debug", "python", "platform"}
 RUN_KEYS = {"devices", "dtypes", "profile", "seed", "suite_version", "started", "duration_s"}
 

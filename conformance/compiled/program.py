@@ -26,7 +26,7 @@ from conformance.differential.torch_calls import compiled as torch_call
 from oracle import OPS
 from oracle.gradapi import GRADAPI_OPS
 from strategies.programs import Leaf, Program
-from strategies.tensors import TORCH_DTYPES
+from strategies.tensors import leaf_tensor
 
 # steps that run backward start the eager tail: torch.autograd.grad too (its
 # result may be None, never a compiled program's output)
@@ -126,13 +126,8 @@ def _tail_line(step: CStep) -> str:
 
 
 def make_leaf(leaf: Leaf) -> torch.Tensor:
-    with torch.inference_mode(leaf.inference):
-        return torch.tensor(
-            leaf.values,
-            dtype=TORCH_DTYPES[leaf.dtype],
-            device=leaf.device,
-            requires_grad=leaf.requires_grad,
-        )
+    with torch.inference_mode(leaf.inference):  # as leaf.source() spells it
+        return leaf_tensor(leaf.values, leaf.dtype, leaf.device, leaf.requires_grad)
 
 
 def run_step(step: CStep, env: dict[int, torch.Tensor]) -> object:

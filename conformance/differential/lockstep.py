@@ -39,7 +39,7 @@ from oracle import OPS, Engine, OracleError, OTensor, tolerance
 from oracle.tolerances import part_atol, summed_atol
 from strategies.dtypes import LARGEST_FINITE, UNIT_ROUNDOFF
 from strategies.programs import Leaf, Program, Step
-from strategies.tensors import TORCH_DTYPES
+from strategies.tensors import leaf_tensor
 
 BACKWARD_OPS = ("backward", "backward_g", "autograd_grad", "grad_cg")
 # Ops after which torch documents the result's strides.
@@ -125,12 +125,10 @@ def _torch_step(run: Run, step: Step) -> tuple[object, BaseException | None]:
 
 
 def _made(leaf: Leaf) -> torch.Tensor:
-    return torch.tensor(
-        leaf.values,
-        dtype=TORCH_DTYPES[leaf.dtype],
-        device=leaf.device,
-        requires_grad=leaf.requires_grad,
-    )
+    # the tensor leaf.source() spells and the oracle's leaf models: contiguous
+    # strides, an empty one's included (torch.tensor of an empty NumPy array
+    # keeps its zero strides, which view_as_complex refuses)
+    return leaf_tensor(leaf.values, leaf.dtype, leaf.device, leaf.requires_grad)
 
 
 def _view_write_base(run: Run, step: Step) -> tuple[torch.Tensor | None, object]:
