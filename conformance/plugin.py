@@ -17,7 +17,16 @@ import pytest
 import torch
 from hypothesis import Phase, settings
 
-from conformance import build, evidence, harness, known_failures, not_in_build, repro_check, watch
+from conformance import (
+    build,
+    children,
+    evidence,
+    harness,
+    known_failures,
+    not_in_build,
+    repro_check,
+    watch,
+)
 from conformance.check import InvariantViolation
 from conformance.compiled import targets as compile_targets
 from conformance.internal import InternalError, internal_error_in, suite_fault
@@ -204,6 +213,7 @@ def _configure_known_failures(config: pytest.Config, selection: Selection) -> No
     active = [e for e in entries if e.applies_to_build(torch.__version__)]
     config.stash[_KNOWN] = active
     if hasattr(config, "workerinput"):
+        children.watch_parent()  # a worker ends with its controller, however that ends
         return  # the controller warns, once
     for entry, why in known_failures.stale(
         entries, torch.__version__, selection.present, selection.dtypes
@@ -514,13 +524,29 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         for v in violations:
             if v.repro:
                 report.user_properties.append(("repro", v.repro))
-                if v.repro_asserts and report.failed:  # (a known failure is not re-checked)
+                if v.repro_asserts and report.failed and _first_of_rule(v.invariant, item):
                     verdict, said = repro_check.reproduces(v.repro)
                     report.user_properties.append(("reproduced", [verdict, said]))
             if v.example:
                 report.user_properties.append(("example", v.example))
             if v.repro or v.example:
                 break
+
+
+_REPRO_CHECKED: set[tuple[str, str]] = set()  # (rule, device) checked in this process
+
+
+def _first_of_rule(invariant: str, item: pytest.Item) -> bool:
+    """Whether this is the process's first violation of the rule on its
+    device: its repro is checked in a fresh process (a known failure's is
+    not); later ones (the differential's other shards) are the same class,
+    and each check costs a torch import."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    key = (invariant, str(params.get("device", "cpu")))
+    if key in _REPRO_CHECKED:
+        return False
+    _REPRO_CHECKED.add(key)
+    return True
 
 
 def _skipped_if_nothing_ran(item: pytest.Item, report: pytest.TestReport) -> None:
@@ -869,7 +895,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             continue
         for device, cell in by_device.items():
             if cell.status == VIOLATED:
-                first = next(t for t in cell.tests if invariant in t.broken)
+                broken = [t for t in cell.tests if invariant in t.broken]
+                first = next((t for t in broken if t.reproduced), broken[0])
                 checked = f" ({repro_check.label(first.reproduced[0])})" if first.reproduced else ""
                 write(f"VIOLATED {invariant} [{device}]{checked}: {first.message}", red=True)
     for invariant, by_device in cells.items():

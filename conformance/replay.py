@@ -286,13 +286,15 @@ def replay_script(
     import subprocess
     import tempfile
 
+    from conformance import children
+
     with tempfile.TemporaryDirectory() as folder:
         evidence, log = Path(folder) / "evidence.json", Path(folder) / "calls.log"
         evidence.write_text(json.dumps({**context, "choices": choices, "hang_after": hang_after}))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         try:
             done = subprocess.run(
-                [sys.executable, "-m", "conformance.replay", str(evidence), str(log)],
+                children.command("conformance.replay", str(evidence), str(log), module=True),
                 env=env,
                 capture_output=True,
                 text=True,

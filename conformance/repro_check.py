@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
+
+from conformance import children
 
 YES, NO, UNCLEAR = "yes", "no", "unclear"
 TIMEOUT = 120.0  # seconds; a repro runs one short chain, torch's import included
@@ -33,7 +34,7 @@ def reproduces(script: str, timeout: float = TIMEOUT) -> tuple[str, str]:
         env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
         try:
             done = subprocess.run(
-                [sys.executable, str(path)],
+                children.command(str(path)),
                 cwd=folder,
                 env=env,
                 capture_output=True,

@@ -82,8 +82,8 @@ def test_differential_catches_planted_violation(name, tmp_path):
     scripts = [f["repro"] for f in failures if f.get("repro")]
     assert scripts, f"no repro script for {plant.breaks}"
     # checked in a fresh process (on the planted build) before it was shown
-    checked = [f["reproduced"] for f in failures if f.get("repro")]
-    assert all(c[:1] == ["yes"] for c in checked), checked
+    checked = [f["reproduced"] for f in failures if f.get("reproduced")]
+    assert checked and all(c[:1] == ["yes"] for c in checked), checked
     assert f"VIOLATED {plant.breaks} [cpu] (reproduced in a fresh process: yes)" in run.stdout
     path = tmp_path / "repro.py"
     path.write_text(scripts[0])

@@ -79,16 +79,15 @@ def test_an_empty_gradient_taken_for_grad_is_named_by_its_version():
     def empty(shape, requires_grad=False):
         return Step("leaf", leaf=Leaf(np.ones(shape), "float32", "cpu", requires_grad))
 
+    # (a view that keeps the leaf's strides: torch takes g for .grad only where
+    # g's layout is the leaf's, an empty g's as any other's)
     steps = (
         empty((2, 0, 3), True),
         Step("clone", (0,)),
-        Step("transpose", (1,), (1, 2)),
-        empty((2, 3, 0)),
-        Step("backward_g", (2, 3), (False,)),
-        Step("clone", (2,)),
-        Step("getitem", (4,), ((0, slice(None)),)),
-        empty((3, 0)),
-        Step("backward_g", (5, 6), (True,)),
+        Step("unsqueeze", (1,), (0,)),
+        empty((1, 2, 0, 3)),
+        Step("backward_g", (2, 3), (True,)),
+        Step("backward_g", (2, 3), (True,)),
     )
     run, found = _run(*steps)
     assert found is not None and found.kind == "version", found

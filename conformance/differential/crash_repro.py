@@ -10,12 +10,12 @@ the step that did it; on a sound build it prints "ok".
 from __future__ import annotations
 
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from conformance import children
 from conformance.differential.listing import step_lines, trace
 from conformance.differential.minimize import _pool_indices, without
 from strategies.programs import Program
@@ -58,7 +58,7 @@ def run_script(script: str, timeout: float) -> tuple[str, str]:
         path.write_text(script, encoding="utf-8")
         try:
             done = subprocess.run(
-                [sys.executable, str(path)],
+                children.command(str(path)),
                 cwd=folder,
                 capture_output=True,
                 text=True,

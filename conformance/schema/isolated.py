@@ -21,14 +21,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conformance import watch
+from conformance import children, watch
 from conformance.schema.summary import merge_verdicts
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG_SECONDS = 120.0  # one operator's calls, at most
 _MARK = "@@schema-sweep "
-_PARENT = "CONFORMANCE_SWEEP_PARENT"  # the pid the child must not outlive
-_PR_SET_PDEATHSIG = 1
 
 
 def _describe_exit(code: int) -> str:
@@ -85,9 +83,8 @@ def _one_child(job, hang_seconds, verdicts, dtypes):
     exit code, reason) or None, and the seconds it spent."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env[_PARENT] = str(os.getpid())
     child = subprocess.Popen(
-        [sys.executable, "-m", "conformance.schema.isolated"],
+        children.command("conformance.schema.isolated", module=True),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -144,24 +141,7 @@ def _read_child(child, selector, hang_seconds, verdicts, dtypes):
     return done, None, spent
 
 
-def _die_with_parent() -> None:
-    """The kernel ends this child when the process that started it dies,
-    however it dies (SIGKILL included: an xdist worker that crashed), so
-    that no sweep outlives its run (Linux; elsewhere the parent's own
-    cleanup is all there is)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        return
-    if os.environ.get(_PARENT) not in (None, str(os.getppid())):
-        os._exit(1)  # the parent died before the line above: nobody will read us
-
-
 def _child() -> None:
-    _die_with_parent()
     from conformance.schema.operators import by_name
     from conformance.schema.sweep import Sweep
 
