@@ -226,27 +226,43 @@ def _set_(engine: Engine, t: OTensor, src: OTensor) -> OTensor:
     return t
 
 
+def _share_elements(a: OTensor, b: OTensor) -> bool:
+    """a and b hold an element of the same memory (another dtype's view: any)."""
+    from .graph import flat_index
+
+    if a is b:
+        return True
+    if a.storage is not b.storage:
+        return False
+    if a.dtype != b.dtype:
+        return True
+    mine = flat_index(a.offset, a.shape, a.strides)
+    return bool(np.intersect1d(mine, flat_index(b.offset, b.shape, b.strides)).size)
+
+
 def _foreach(engine: Engine, spec: OpSpec, ts: list, p: tuple) -> None:
     from .ops import OPS
 
     each = FOREACH[spec.name]
     pairs = [[t] for t in ts[:2]] if p else [[ts[0], ts[2]], [ts[1], ts[3]]]
-    if pairs[0][0] is pairs[1][0] and engine._needs_grad(ts):
-        # both nodes take their edge before either write: the graph records one
-        # of the two writes (a wrong gradient, docs/findings.md)
-        undefined = "the same tensor twice in a recorded _foreach_ list"
-    else:
-        undefined = None
+    # the scalar overloads keep the scalar in the node (MulBackward1), where
+    # x.mul_(c) saves it as a wrapped 0-d tensor: a second backward through
+    # it does not raise (measured on 2.13.0)
+    row = OPS[each] if not p else dataclasses.replace(OPS[each], saves=())
+    undefined = None
+    if engine._needs_grad(ts):
+        # every node takes its edges and saves its operands before any write
+        if pairs[0][0] is pairs[1][0]:  # the graph records one of the two writes
+            undefined = "the same tensor twice in a recorded _foreach_ list"
+        elif row.saves and any(_share_elements(pairs[0][0], t) for t in pairs[1]):
+            # the second node saved, as it was before the call, memory the first wrote
+            undefined = "a recorded _foreach_ list whose second pair reads memory the first writes"
     for pair in pairs:  # every tensor is checked before any is written
         engine._check_inplace(pair[0], engine._needs_grad(pair))
     if any(pair[0].conj or pair[0].neg for pair in pairs):
         # the conjugate/negative-bit fallback refuses a written list holding
         # such a view, before any write (measured on 2.13.0; the other list may)
         raise OracleError(ErrorKind.MUTABLE_LIST_BIT)
-    # the Scalar overloads keep the scalar in the node (MulBackward1), where
-    # x.mul_(c) saves it as a wrapped 0-d tensor: a second backward through
-    # it does not raise (measured on 2.13.0)
-    row = OPS[each] if not p else dataclasses.replace(OPS[each], saves=())
     notes = []
     for pair in pairs:
         engine.undefined = None

@@ -164,3 +164,52 @@ def test_a_tensor_case_is_the_tensor_its_source_spells():
                 spelled.stride(),
                 spelled.storage_offset(),
             ), (role, str(layout))
+
+
+def test_reading_a_grad_leaves_the_memory_it_shares_resizable():
+    """t0.grad is the gradient handed to backward (pytorch#34082): reading it with
+    Tensor.numpy would mark that tensor's storage non-resizable, and the resize_ of
+    a tensor set_ to it would raise in the run where the repro script passes."""
+    chain = [
+        _leaf([[1.0, 1.0], [1.0, 1.0]], requires_grad=True),
+        Step("reshape", (0,), ((1, 2, 2),)),
+        _leaf([[[1.0, 1.0], [1.0, 1.0]]]),
+        Step("backward_g", (1, 2), (False,)),
+        _leaf([[1.0, 1.0], [1.0, 1.0]]),
+        Step("set_", (3, 2), no_grad=True),
+        Step("resize_", (3,), ((2, 2, 2, 2),), no_grad=True),
+    ]
+    for exhaustive in (False, True):
+        run, found = execute(Program(chain, render=listing), exhaustive=exhaustive)
+        assert found is None, found
+        assert tuple(run.torch_pool[3].shape) == (2, 2, 2, 2)
+
+
+def test_a_foreach_list_whose_second_pair_reads_what_the_first_writes_is_not_compared():
+    """torch._foreach_mul_([t1, t1[:1]], [t3, t4]) saves t1[:1] for t4's gradient
+    before t1 is written (every node saves before any write), while the values are
+    those of the writes in order: the model marks the call undefined and compares
+    nothing after it, where it used to report a wrong gradient for t4."""
+
+    def leaf(values, requires_grad=False) -> Step:
+        array = np.array(values, dtype=np.complex128)
+        return Step("leaf", leaf=Leaf(array, "complex64", "cpu", requires_grad))
+
+    chain = [
+        leaf([[1.0, 1.0], [1.0, 1.0]], requires_grad=True),
+        Step("mul_s", (0,), (-0.25 + 6.5j,)),
+        Step("getitem", (1,), ((slice(None, 1), slice(None, 1)),)),
+        leaf([0.5 - 0.9375j, 1.75 + 1.375j]),
+        leaf([[1.0]], requires_grad=True),
+        Step("foreach_mul_l_", (1, 2, 3, 4)),
+        leaf([[1.0]]),
+        Step("backward_g", (2, 5), (False,)),
+    ]
+    run, found = execute(Program(chain, render=listing))
+    assert found is None, found
+    assert run.steps_checked == 6  # the chain ends at the call
+    # a view of a different tensor's memory is compared through the backward
+    chain[2] = Step("mul_s", (1,), (1.0,))
+    run, found = execute(Program(chain, render=listing))
+    assert found is None, found
+    assert run.steps_checked == len(chain)

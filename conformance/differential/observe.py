@@ -105,7 +105,11 @@ def observe_torch(
             requires_grad = t.requires_grad
             is_leaf = _read(lambda: t.is_leaf)  # noqa: B023 - called at once
             has_grad_fn = _read(lambda: t.grad_fn is not None)  # noqa: B023
-            grad_values = RAISES if grad_raised else (None if grad is None else to_numpy(grad))
+            # .grad may be the very tensor handed to backward (pytorch#34082),
+            # whose storage a later step resizes
+            grad_values = (
+                RAISES if grad_raised else (None if grad is None else to_numpy(grad, resizable))
+            )
             grad_meta = (
                 None
                 if grad is None
