@@ -23,7 +23,7 @@ from conformance.outcomes import CRASHED, HUNG, TestOutcome
 MINIMIZE_SECONDS = 60.0  # for every crash of a run together
 CANDIDATE_TIMEOUT = 60.0  # a candidate that runs longer counts as hung
 HANG_CANDIDATE_TIMEOUT = 10.0  # a hang repro is judged hung after this
-HANG_REPLAY_FLOOR = 3.0  # ... or after its test's paced limit, if longer than this
+HANG_REPLAY_FLOOR = 3.0  # ... or after the run's limit, if shorter than that and longer than this
 HUNG_REPLAYS = 2  # hangs of a run replayed for a repro
 
 
@@ -179,9 +179,9 @@ class Minimizer:
         if self._spent(outcome):
             return
         hung = outcome.outcome == HUNG
-        # judged hung after the limit its test's examples get once the run
-        # has seen a hang, but at least a few seconds: a fresh process's
-        # first backward imports sympy
+        # judged hung after the run's limit, at most HANG_CANDIDATE_TIMEOUT
+        # and at least a few seconds: a fresh process's first backward
+        # imports sympy
         hang_after = None
         if hung:
             hang_after = min(

@@ -459,7 +459,7 @@ def pytest_runtest_call(item: pytest.Item):
     wrapping them), or a plain test as one example."""
     hypothesis = getattr(getattr(item, "obj", None), "hypothesis", None)
     if hypothesis is None or not hasattr(hypothesis, "inner_test"):
-        with watch.example(item.nodeid, paced=False):
+        with watch.example(item.nodeid):
             yield
         return
     inner = hypothesis.inner_test
@@ -580,10 +580,8 @@ def _replay_context(item: pytest.Item) -> dict:
 
 
 def replay_limit(found: dict) -> float | None:
-    """The limit a replay of a hung example is judged by: the paced limit
-    the run gives its test once a hang was seen, else the one it ran under
-    (a first hang ran under the generous default)."""
-    return found.get("paced_limit") or found.get("limit")
+    """The limit a replay of a hung example is judged by: the one it ran under."""
+    return found.get("limit")
 
 
 def _problem(error: BaseException) -> dict | None:
@@ -747,8 +745,6 @@ def crash_outcome(report: pytest.TestReport, roots: list[Path]) -> TestOutcome:
     found = _evidence_of(report)
     how = found.get("how", "killed")
     status = HUNG if how == "hang" else CRASHED
-    if status == HUNG and _CONFIG:
-        (_CONFIG[0].stash[_RUN_FOLDER] / watch.HUNG_MARK).touch()
     detail = found.get("detail", "") or text
     if found and found.get("nodeid") != report.nodeid:
         found = {}  # the files speak of another test: say nothing rather than mislead

@@ -28,14 +28,12 @@ in two stages:
    would need no GIL, but it starts and joins a thread each time: it made
    the differential twice as slow.
 
-Once an example of the run has hung, later examples get far less: a build
-that hangs once usually hangs on many similar inputs (every test that
-detaches a rank-3 tensor, say), and the run should end in the time of one
-limit, not of one per test. The later limit is `AFTER_HANG_FACTOR` times the
-median of the examples this process has finished, at least
-`AFTER_HANG_FLOOR` seconds and at most the limit: examples of the default run
-take tens of milliseconds. (The median, not the slowest: a process's first
-backward imports sympy, seconds once.) An example is never stopped inside an
+Every example gets the limit the user set (`--timeout`), whatever happened
+before it: an example is reported hung only after it really ran that long.
+(Earlier versions cut later examples to a multiple of the typical one once
+a hang had been seen, so that a build hanging everywhere ended sooner; the
+cut reported examples that were merely slow, on a machine busy with the
+first hang, as hung: false alarms.) An example is never stopped inside an
 import: a half-imported module would break every later example.
 """
 
@@ -45,10 +43,8 @@ import faulthandler
 import json
 import os
 import signal
-import statistics
 import threading
 import time
-from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -56,17 +52,12 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_LIMIT = 60.0  # seconds per example: generous, every example of the default run takes < 1 s
-GRACE = 5.0
-AFTER_HANG_GRACE = 1.0  # once the run has seen a hang, a stuck process goes sooner
-AFTER_HANG_FACTOR = 20.0
-AFTER_HANG_FLOOR = 0.25
-TYPICAL_AFTER = 5  # finished examples before their median sets the pace
-PACE_SUFFIX = ".pace"  # a file per process in the run folder: its typical example
-HUNG_MARK = "hung"  # a file in the run folder: some example of this run hung
+GRACE = 5.0  # seconds past the limit before the watchdog ends a stuck process
 HUNG_EXIT = 86  # the status a worker the watchdog ended exits with
 
 
 IMPORT_RECHECK = 0.25  # seconds
+IMPORT_ALLOWANCE = 30.0  # seconds past the limit an import may still finish in
 
 
 def _importing(frame: Any) -> bool:
@@ -129,14 +120,8 @@ class Recorder:
         self._hang = os.open(self.files.hang, flags, 0o644)
         self._count = 0
         self._armed = False
-        self._started = 0.0  # monotonic time the current example started
-        self.durations: deque[float] = deque(maxlen=256)  # of the last finished examples
-        self._by_test: dict[str, deque[float]] = {}  # the same, per test
-        self._nodeid = ""
-        self._shared_pace = False  # wrote this process's typical example to the folder
-        self._deadline: float | None = None  # monotonic time the last stage acts at
-        self._current_limit = 0.0  # seconds the running example may take
-        self._paced = True  # the running example's limit follows the run's pace
+        self._started = 0.0  # monotonic time the current example (or unit) started
+        self._deadline: float | None = None  # monotonic time the watchdog acts at
         self._finishing = False
         self._lock = threading.Lock()
         self._main = threading.current_thread() is threading.main_thread()
@@ -149,139 +134,63 @@ class Recorder:
 
     def _watch(self) -> None:
         while not self._stop.wait(0.25):
-            self._repace()
             deadline = self._deadline
             if deadline is not None and time.monotonic() > deadline:
-                (self.folder / HUNG_MARK).touch()
-                self._note_paced_limit()
                 os.write(self._hang, f"Timeout: example {self._count} hung\n".encode())
                 faulthandler.dump_traceback(file=self._hang, all_threads=True)
                 os._exit(HUNG_EXIT)
 
-    def _repace(self) -> None:
-        """An example that started before the run's first hang keeps the
-        generous limit; when another process's hang is seen, it gets the
-        paced one too (both processes likely hang on the same kind of
-        input, and the second should not add a whole limit to the run)."""
-        with self._lock:
-            started = self._started
-            if not (self._armed and self._paced and started and self._current_limit == self.limit):
-                return
-            running = time.monotonic() - started
-            if running < AFTER_HANG_FLOOR or not (self.folder / HUNG_MARK).exists():
-                return
-            paced = self._limit_now(self._nodeid)
-            if not paced or paced >= self._current_limit:
-                return
-            self._current_limit = paced
-            left = max(paced - running, 0.001)
-            self._deadline = time.monotonic() + left + AFTER_HANG_GRACE
-            if self._main:
-                signal.setitimer(signal.ITIMER_REAL, left)
-
     def _alarm(self, signum: int, frame: Any) -> None:
-        if self._finishing or not (self._started and self._armed):
+        if self._finishing or not (self._started and self._armed and self.limit):
             return  # the example finished as the alarm went off
         now = time.monotonic()
-        early = self._started + self._current_limit - now
-        if early > 0.001:  # meant for an example that has finished since
+        early = self._started + self.limit - now
+        if early > 0.001:  # meant for an example (or unit) that has finished since
             signal.setitimer(signal.ITIMER_REAL, early)
             return
-        if _importing(frame) and self.limit and now < self._started + self.limit:
+        if _importing(frame) and now < self._started + self.limit + IMPORT_ALLOWANCE:
             # Never stop an example inside an import (torch imports sympy on
             # the first backward of a process): a half-imported module breaks
-            # every later example of the process. Look again shortly, up to
-            # the full limit.
-            self._deadline = now + IMPORT_RECHECK + AFTER_HANG_GRACE
+            # every later example of the process. Look again shortly.
+            self._deadline = now + IMPORT_RECHECK + GRACE
             signal.setitimer(signal.ITIMER_REAL, IMPORT_RECHECK)
             return
         self._armed = False
-        self._started = 0.0  # a hung example does not set the pace of later ones
+        self._started = 0.0
         # stopped here; the watchdog still ends the process if unwinding sticks
         self._deadline = now + GRACE
-        (self.folder / HUNG_MARK).touch()
-        self._note_paced_limit()
-        raise ExampleHung(self._current_limit)
+        raise ExampleHung(self.limit)
 
-    def _note_paced_limit(self) -> None:
-        """Record what a later example of this test would be allowed (the
-        run has now seen a hang): a replay of this one is judged by it, not
-        by the generous limit it hung under."""
-        paced = self._limit_now(self._nodeid)
-        if paced:
-            self.note(paced_limit=paced)
-
-    def _limit_now(self, nodeid: str) -> float | None:
-        if not self.limit:
-            return None
-        if not (self.folder / HUNG_MARK).exists():
-            return self.limit
-        typical = self._typical(nodeid)
-        if typical is None:
-            return self.limit
-        return min(self.limit, max(AFTER_HANG_FLOOR, AFTER_HANG_FACTOR * typical))
-
-    def _typical(self, nodeid: str) -> float | None:
-        """Seconds a clean example of `nodeid` takes: the median of the
-        test's own examples in this process (a compiled test's are slower
-        than an eager one's), else of this process's, else of the other
-        processes' of the run (a worker that replaced a dead one knows
-        none); None when nothing is known yet."""
-        mine = statistics.median(self.durations) if len(self.durations) >= TYPICAL_AFTER else None
-        if mine is not None and not self._shared_pace:
-            (self.folder / f"{self.files.example.stem}{PACE_SUFFIX}").write_text(f"{mine}")
-            self._shared_pace = True
-        own = self._by_test.get(nodeid, ())
-        if len(own) >= TYPICAL_AFTER:
-            return statistics.median(own)
-        if mine is not None:
-            return mine
-        paces = []
-        for path in self.folder.glob(f"*{PACE_SUFFIX}"):
-            try:
-                paces.append(float(path.read_text()))
-            except (OSError, ValueError):
-                continue
-        return max(paces) if paces else None
-
-    def start(self, nodeid: str, context: dict[str, Any] | None = None, paced: bool = True) -> None:
+    def start(self, nodeid: str, context: dict[str, Any] | None = None) -> None:
         """A new example of `nodeid` starts: forget the last one, arm the
         watchdog. `context`: what a replay of the example needs."""
         self._count += 1
         head = {"nodeid": nodeid, "example": self._count, "pid": os.getpid()}
         head |= {"context": context} if context else {}
-        self._nodeid = nodeid
-        limit = self._limit_now(nodeid) if paced else self.limit
-        if limit:
-            head["limit"] = limit
+        if self.limit:
+            head["limit"] = self.limit
         os.ftruncate(self._example, 0)
         os.write(self._example, (json.dumps(head) + "\n").encode())
+        self._arm()
+
+    def _arm(self) -> None:
         with self._lock:  # the watchdog thread reads these together
-            self._paced = paced
-            self._current_limit = limit or 0.0
             self._started = time.monotonic()
-            if limit:
-                grace = GRACE if limit == self.limit else AFTER_HANG_GRACE
-                self._deadline = self._started + limit + grace
+            if self.limit:
+                self._deadline = self._started + self.limit + GRACE
                 if self._main:
-                    signal.setitimer(signal.ITIMER_REAL, limit)
+                    signal.setitimer(signal.ITIMER_REAL, self.limit)
                 self._armed = True
 
     def restart(self) -> None:
         """The running example moved on to the next unit of its work: its
         limit starts again from now."""
-        with self._lock:
-            if not (self._armed and self._started and self._current_limit):
-                return
-            self._started = time.monotonic()
-            grace = GRACE if self._current_limit == self.limit else AFTER_HANG_GRACE
-            self._deadline = self._started + self._current_limit + grace
-            if self._main:
-                signal.setitimer(signal.ITIMER_REAL, self._current_limit)
+        if self._armed and self._started:
+            self._arm()
 
     def unit_limit(self) -> float | None:
         """Seconds the running example's current unit may take, if limited."""
-        return self._current_limit if self._armed and self._current_limit else None
+        return self.limit if self._armed and self.limit else None
 
     def note(self, **entry: Any) -> None:
         """Add to what the current example is known by (an input, a program)."""
@@ -290,11 +199,7 @@ class Recorder:
     def finish(self) -> None:
         self._finishing = True  # an alarm now would cut this method short
         with self._lock:
-            if self._started:
-                took = time.monotonic() - self._started
-                self._started = 0.0
-                self.durations.append(took)
-                self._by_test.setdefault(self._nodeid, deque(maxlen=64)).append(took)
+            self._started = 0.0
             if self._armed and self._main:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             self._deadline = None
@@ -346,17 +251,13 @@ def note(**entry: Any) -> None:
 
 
 @contextmanager
-def example(
-    nodeid: str, context: dict[str, Any] | None = None, paced: bool = True
-) -> Iterator[None]:
-    """Run one example under the recorder and the watchdog. `paced=False`:
-    a whole test run as one example (no Hypothesis), which keeps the full
-    limit after a hang: its length has nothing to do with an example's."""
+def example(nodeid: str, context: dict[str, Any] | None = None) -> Iterator[None]:
+    """Run one example (or a whole plain test) under the recorder and the watchdog."""
     if not _RECORDER:
         yield
         return
     recorder = _RECORDER[0]
-    recorder.start(nodeid, context, paced)
+    recorder.start(nodeid, context)
     try:
         yield
     finally:
@@ -367,7 +268,6 @@ def read_evidence(files: Files) -> dict[str, Any]:
     """What a dead process left: the example it ran and how it ended.
 
     Returns {"nodeid", "example" (its number), "limit" (its time limit),
-    "paced_limit" (after a hang: what a later example of its test gets),
     "entries" (what `note` recorded), "between_examples", "how":
     "fatal"|"hang"|"killed", "detail"}; {} when it never started an example."""
     lines = _read(files.example).splitlines()
@@ -383,8 +283,6 @@ def read_evidence(files: Files) -> dict[str, Any]:
             entries.append(json.loads(line))
         except json.JSONDecodeError:
             break  # a line cut short by the crash
-    paced = [e["paced_limit"] for e in entries if "paced_limit" in e]
-    entries = [e for e in entries if "paced_limit" not in e]
     between = bool(entries) and entries[-1].get("finished", False)
     entries = [e for e in entries if "finished" not in e]
     hang, fatal = _read(files.hang), _read(files.fatal)
@@ -398,8 +296,6 @@ def read_evidence(files: Files) -> dict[str, Any]:
             "the process ended without a Python traceback: killed by a signal it cannot "
             "catch (SIGKILL, for example from the kernel's out-of-memory killer) or exited"
         )
-    if paced:
-        head["paced_limit"] = paced[-1]
     return {
         **head,
         "entries": entries,

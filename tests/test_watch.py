@@ -1,6 +1,6 @@
-"""The per-example watchdog (conformance.watch), in this process: how long
-an example may run once the run has seen a hang, and that an import is never
-cut in half."""
+"""The per-example watchdog (conformance.watch), in this process: every
+example may run the limit the user set, before and after a hang, and an
+import is never cut in half."""
 
 from __future__ import annotations
 
@@ -32,101 +32,47 @@ def _examples(recorder: watch.Recorder, count: int, seconds: float) -> None:
         recorder.finish()
 
 
-def test_before_any_hang_every_example_gets_the_full_limit(recorder):
-    _examples(recorder, 5, 0.001)
-    assert recorder._limit_now("test_x") == 30.0
-
-
-def test_after_a_hang_an_example_gets_a_multiple_of_the_typical_one(recorder, tmp_path):
-    _examples(recorder, 9, 0.001)
-    _examples(recorder, 1, 0.2)  # one slow example does not set the pace
-    (tmp_path / watch.HUNG_MARK).touch()
-    assert recorder._limit_now("test_x") == watch.AFTER_HANG_FLOOR
-    recorder.start("test_x")
-    started = time.monotonic()
-    with pytest.raises(watch.ExampleHung):
-        time.sleep(5)
-    assert time.monotonic() - started < 2
-    recorder.finish()
-
-
-def test_a_stopped_example_leaves_no_watchdog_armed(recorder, tmp_path):
-    _examples(recorder, 5, 0.001)
-    (tmp_path / watch.HUNG_MARK).touch()
-    recorder.start("test_x")
-    with pytest.raises(watch.ExampleHung):
-        time.sleep(5)
-    recorder.finish()
-    # else the watchdog thread would end this process a second later
-    assert recorder._deadline is None
-
-
-def test_a_fresh_process_after_a_hang_takes_the_pace_of_the_others(recorder, tmp_path):
-    _examples(recorder, 5, 0.05)
-    (tmp_path / watch.HUNG_MARK).touch()
-    paced = recorder._limit_now("test_x")
-    fresh = watch.Recorder(tmp_path, "gw9", limit=30.0)
+def test_after_a_hang_every_example_keeps_the_limit_the_user_set(tmp_path):
+    """A hang is reported only after the example really ran past --timeout: an
+    example after another one hung, many times slower than the typical one,
+    is not stopped (the thorough profile's false hangs at a 0.25 s limit)."""
+    recorder = watch.Recorder(tmp_path, "main", limit=1.0)
     try:
-        assert fresh._limit_now("test_y") == paced < 30.0
-    finally:
-        fresh.close()
-
-
-def test_each_test_keeps_its_own_pace(recorder, tmp_path):
-    _examples(recorder, 10, 0.001)
-    for _ in range(5):
-        recorder.start("test_slow")
-        time.sleep(0.06)
+        _examples(recorder, 9, 0.001)
+        recorder.start("test_x")
+        with pytest.raises(watch.ExampleHung):
+            time.sleep(5)
         recorder.finish()
-    (tmp_path / watch.HUNG_MARK).touch()
-    assert recorder._limit_now("test_x") == watch.AFTER_HANG_FLOOR
-    assert recorder._limit_now("test_slow") >= watch.AFTER_HANG_FACTOR * 0.06
+        assert recorder._deadline is None  # else the watchdog would end this process
+        recorder.start("test_x")
+        time.sleep(0.6)  # 600 times the typical example, within the limit
+        recorder.finish()
+        recorder.start("test_x")
+        started = time.monotonic()
+        with pytest.raises(watch.ExampleHung) as stopped:
+            time.sleep(5)
+        assert 1.0 <= time.monotonic() - started < 2 and stopped.value.limit == 1.0
+        recorder.finish()
+    finally:
+        recorder.close()
+    assert watch.read_evidence(recorder.files)["limit"] == 1.0
 
 
-def test_after_a_hang_slow_examples_keep_room(recorder, tmp_path):
-    _examples(recorder, 5, 0.05)
-    (tmp_path / watch.HUNG_MARK).touch()
-    limit = recorder._limit_now("test_x")
-    assert watch.AFTER_HANG_FACTOR * 0.05 <= limit < 30.0
-
-
-def test_an_import_is_never_cut_in_half(recorder, tmp_path, monkeypatch):
+def test_an_import_is_never_cut_in_half(tmp_path, monkeypatch):
     # a module that takes longer to import than the example may run (as
     # torch's first backward importing sympy): the import finishes
     (tmp_path / "slow_to_import.py").write_text("import time\ntime.sleep(1.5)\nDONE = True\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    _examples(recorder, 5, 0.001)
-    (tmp_path / watch.HUNG_MARK).touch()
-    recorder.start("test_x")
-    import slow_to_import
+    recorder = watch.Recorder(tmp_path, "main", limit=0.5)
+    try:
+        recorder.start("test_x")
+        import slow_to_import
 
-    recorder.finish()
+        recorder.finish()
+    finally:
+        recorder.close()
     assert slow_to_import.DONE
     sys.modules.pop("slow_to_import", None)
-
-
-def test_an_example_running_when_another_process_hangs_gets_the_pace(recorder, tmp_path):
-    # this process started its example before the run's first hang (full
-    # limit); another process's hang, seen by the watchdog thread, cuts it
-    # to the paced limit instead of letting it use the whole 30 s
-    _examples(recorder, 5, 0.001)
-    recorder.start("test_x")
-    started = time.monotonic()
-    threading.Timer(0.5, (tmp_path / watch.HUNG_MARK).touch).start()
-    with pytest.raises(watch.ExampleHung):
-        time.sleep(10)
-    assert time.monotonic() - started < 2
-    recorder.finish()
-    assert recorder._deadline is None
-
-
-def test_a_full_limit_example_is_not_cut_by_the_pace(recorder, tmp_path):
-    # a whole plain test (paced=False) keeps the full limit after a hang
-    _examples(recorder, 5, 0.001)
-    recorder.start("test_plain", paced=False)
-    (tmp_path / watch.HUNG_MARK).touch()
-    time.sleep(1.0)  # four watchdog rounds
-    recorder.finish()
 
 
 def test_an_alarm_meant_for_a_finished_example_is_ignored(recorder):
@@ -147,13 +93,13 @@ def test_a_test_of_many_units_gets_the_limit_per_unit(tmp_path):
     ends the test."""
     recorder = watch.install(tmp_path, "units", limit=0.5)
     try:
-        with watch.example("test_sweep", paced=False):
+        with watch.example("test_sweep"):
             for _ in range(4):  # 1.2 s in all, 0.3 s a unit
                 watch.next_unit()
                 assert watch.unit_limit() == 0.5
                 time.sleep(0.3)
         with pytest.raises(watch.ExampleHung):
-            with watch.example("test_sweep", paced=False):
+            with watch.example("test_sweep"):
                 watch.next_unit()
                 time.sleep(5)
     finally:
