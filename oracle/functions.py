@@ -10,6 +10,8 @@ short method of the Engine (mixed in). What was measured on torch 2.13.0:
   twice (the write, then mark_dirty); a leaf that requires grad raises after
   the write (raw grad_fn field), a view goes through rebase_history's checks,
   else the Function's node becomes x's history (its base's, for a view).
+  When the node is recorded, x's .grad is reset to None first (a view refused
+  by rebase_history's checks loses it too); x.mul_(c) itself keeps .grad.
   Under no_grad, an x that requires grad comes back as x.detach().
 - SignND (x.sign(), mark_non_differentiable): the output requires no grad.
 - ViewFn (x.view_as(x)): a view of x whose grad_fn is the Function's node;
@@ -80,6 +82,9 @@ class FunctionOps:
         if need:
             if t._fn is None and t.requires_grad:  # torch reads the raw field
                 raise OracleError(ErrorKind.INPLACE_ON_LEAF)
+            # _wrap_outputs resets a recorded dirty input's .grad before rebase_history
+            # (whose view checks may then refuse); a plain x.mul_(c) keeps it
+            t.grad = t.grad_dtype = None
             self._check_inplace(t, True)  # rebase_history: a view's creation meta
             c = p[0]
             node = Node(spec.name, edges, lambda g, sv, needs: [g * c], (t.shape, t.dtype))

@@ -113,6 +113,19 @@ def test_a_refusal_torch_may_make_instead_ends_the_chain_without_a_finding():
     assert run.steps_checked < len(chain)
 
 
+def test_a_refusal_torch_may_make_first_wins_over_the_models_later_error():
+    """An inference tensor's expanded view, t1[:] = t0 (0-d: fill_): 2.2 on refuse
+    the overlap before anything is written, where the model fills, then raises
+    INFERENCE_INPLACE as 2.0 and 2.1 do (a ci run at seed 7 on 2.13.0)."""
+    chain = [
+        Step("leaf", leaf=Leaf(np.array(1.0), "float64", "cpu", False, inference=True)),
+        Step("expand", (0,), ((2,),)),
+        Step("setitem", (1, 0), ((slice(None),),)),
+    ]
+    _, found = execute(Program(chain, render=listing))
+    assert found is None, found  # (2.0.1: both raise INFERENCE_INPLACE)
+
+
 def test_a_cut_chain_whose_steps_no_longer_make_their_tensors_is_not_run():
     """Without the resize_, reshaping the empty t0 to (3, 2) raises and makes
     no t1: the minimizer must not run the mul_s that uses t1."""
@@ -179,8 +192,11 @@ def test_reading_a_grad_leaves_the_memory_it_shares_resizable():
         Step("set_", (3, 2), no_grad=True),
         Step("resize_", (3,), ((2, 2, 2, 2),), no_grad=True),
     ]
+    unbumped = torch.__version__ < "2.1"  # resize_ bumps no version (pytorch#93776)
     for exhaustive in (False, True):
         run, found = execute(Program(chain, render=listing), exhaustive=exhaustive)
+        if unbumped and found is not None and (found.step, found.kind) == (6, "version"):
+            found = None
         assert found is None, found
         assert tuple(run.torch_pool[3].shape) == (2, 2, 2, 2)
 

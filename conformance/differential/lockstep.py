@@ -205,9 +205,12 @@ def _execute(program: Program, exhaustive: bool) -> tuple[Run, Discrepancy | Non
             run.unrecorded_view_writes.append(number)
         o_result, o_error = _oracle_step(run, step)
         refusable = run.engine.may_refuse
-        if o_error is None and refusable is not None and t_error is not None:
+        if refusable is not None and t_error is not None:
+            # a refusal torch may make before anything else: either outcome is
+            # allowed (the model's own, an error it raises later, included), and
+            # what follows differs
             if error_kind(t_error) == refusable.name:
-                break  # a refusal torch may make instead: either is allowed, what follows differs
+                break
         found = _compare_outcome(run, number, step, t_result, t_error, o_result, o_error)
         if found is None and (warned := write_checks.warning_differs(run, step, o_error)):
             found = Discrepancy(number, "warning", step.tensors[:1], *warned)

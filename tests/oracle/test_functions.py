@@ -53,6 +53,30 @@ def test_mark_dirty_returns_the_input_bumped_twice_and_rebased():
     np.testing.assert_array_equal(x.grad, [3.0, 3.0])
 
 
+def test_mark_dirty_resets_the_grad_of_the_input_it_records_only():
+    # measured on 2.0.1, 2.13.0 and 2.14.1: t.grad = g, then MulDirty.apply(t, c)
+    eng = Engine()
+    x = _leaf(eng, [1.0, 2.0])
+    y = eng.call("mul_s", [x], (1.0,))
+    eng.call("set_grad", [y, _leaf(eng, [5.0, 5.0], False)], ())
+    eng.call("mul_s_", [y], (2.0,))
+    np.testing.assert_array_equal(y.grad, [5.0, 5.0])  # a built-in write keeps it
+    eng.call("fn_mul_", [y], (3.0,))
+    assert y.grad is None
+    plain = _leaf(eng, [1.0, 2.0], False)  # nothing recorded: .grad stays
+    eng.call("set_grad", [plain, _leaf(eng, [7.0, 7.0], False)], ())
+    eng.call("fn_mul_", [plain], (3.0,))
+    np.testing.assert_array_equal(plain.grad, [7.0, 7.0])
+    v = eng.call("select", [x], (0, 0))  # a leaf's view: rebase_history refuses, .grad gone
+    eng.call("set_grad", [v, _leaf(eng, 9.0, False)], ())
+    raises(E.INPLACE_ON_LEAF_VIEW, eng.call, "fn_mul_", [v], (3.0,))
+    assert v.grad is None
+    leaf = _leaf(eng, [1.0, 2.0])  # the leaf check comes first: .grad stays
+    eng.call("set_grad", [leaf, _leaf(eng, [4.0, 4.0], False)], ())
+    raises(E.INPLACE_ON_LEAF, eng.call, "fn_mul_", [leaf], (2.0,))
+    np.testing.assert_array_equal(leaf.grad, [4.0, 4.0])
+
+
 def test_mark_dirty_on_a_view_rewrites_the_base_and_on_a_leaf_raises_after_writing():
     eng = Engine()
     x = _leaf(eng, [[1.0, 1.0], [1.0, 1.0]])
