@@ -26,6 +26,16 @@ def _geom(t: OTensor) -> tuple:
     return (t.storage, t.offset, t.shape, t.strides)
 
 
+def _shares_elements(t: OTensor) -> bool:
+    """Two of t's elements are one place in memory (expanded, or unfold, as_strided)."""
+    if geo.has_internal_overlap(t.shape, t.strides):
+        return True
+    if geo.is_dense(t.shape, t.strides):
+        return False
+    mine = graph.flat_index(t.offset, t.shape, t.strides)
+    return np.unique(mine).size < mine.size
+
+
 class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
     """A model of torch's eager autograd state: grad mode plus the tensors it made."""
 
@@ -343,10 +353,8 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
     def _check_write(self, t: OTensor, src: OTensor | None) -> None:
         if geo.has_internal_overlap(t.shape, t.strides):
             raise OracleError(ErrorKind.OVERLAPPING_WRITE)
-        if not geo.is_dense(t.shape, t.strides):  # unfold, as_strided: torch does not check
-            mine = graph.flat_index(t.offset, t.shape, t.strides)
-            if np.unique(mine).size < mine.size:
-                self.undefined = "a write into a view whose elements overlap, unchecked by torch"
+        if _shares_elements(t):  # unfold, as_strided: torch does not check
+            self.undefined = "a write into a view whose elements overlap, unchecked by torch"
         if src is None or src is t:
             return
         if src.storage is t.storage and src.dtype != t.dtype:
@@ -427,7 +435,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         written_back = t.conj or t.neg  # computed on a resolved copy, written back by copy_
         if spec.overlap_check and not written_back:
             self._check_write(t, None)
-        elif geo.has_internal_overlap(t.shape, t.strides) and not written_back:
+        elif _shares_elements(t) and not written_back:
             self.undefined = f"{spec.name} into elements that share memory"  # which lands last
         with np.errstate(all="ignore"):
             values = spec.fwd([op_values(x.values(), x.dtype) for x in ts], p, t.dtype)

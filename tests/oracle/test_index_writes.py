@@ -132,3 +132,24 @@ def test_unflatten_infers_minus_one_from_its_dim_alone():
     eng = Engine()
     empty = eng.leaf(np.zeros((3, 0)), "float64")
     assert eng.call("unflatten", [empty], (-2, (-1, 3))).shape == (1, 3, 0)
+
+
+@pytest.mark.parametrize(
+    ("op", "ts", "params"),
+    [
+        ("setitem_t", 1, ([-1, -2],)),  # a thorough run at seed 2: torch wrote row -1 first
+        ("index_put_", 1, ([0, 1],)),
+        ("masked_fill_", 0, ([[True, True], [True, False]], -1.0)),
+    ],
+)
+def test_an_unchecked_indexed_write_into_unfolded_memory_is_undefined(op, ts, params):
+    """t.unfold(0, 2, 1) of [a, b, c] is [[a, b], [b, c]]: not dense, so torch's
+    overlap check cannot tell, and which write lands on b last is not promised."""
+    eng = Engine()
+    rows = eng.call("unfold", [eng.leaf(np.ones(3), "float64")], (0, 2, 1))
+    src = [eng.leaf(np.array([-0.125, -0.375]), "float64")][:ts]
+    eng.call(op, [rows, *src], params)
+    assert eng.undefined and "share memory" in eng.undefined
+    dense = eng.call("unfold", [eng.leaf(np.ones(4), "float64")], (0, 2, 2))  # no overlap
+    eng.call(op, [dense, *src], params)
+    assert eng.undefined is None
