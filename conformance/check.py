@@ -169,17 +169,23 @@ def close(
     return bool(np.allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True))
 
 
-def expect_values(invariant: str, tensor: torch.Tensor, expected: np.ndarray, what: str) -> None:
-    """`tensor` holds `expected` (within its dtype's tolerance). Integer
-    expectations wrap to the dtype's width, as torch's integer arithmetic does
-    (uint8 10 * 4 * 7 holds 24)."""
+def expect_values(
+    invariant: str,
+    tensor: torch.Tensor,
+    expected: np.ndarray,
+    what: str,
+    tolerance: tuple[float, float] | None = None,
+) -> None:
+    """`tensor` holds `expected` (within `tolerance`, by default its dtype's).
+    Integer expectations wrap to the dtype's width, as torch's integer
+    arithmetic does (uint8 10 * 4 * 7 holds 24)."""
     actual = to_numpy(tensor)
     dtype = DTYPE_NAMES[tensor.dtype]
     if DTYPES[dtype].kind == "int":
         expected = round_to(expected, dtype)
     expect(
         invariant,
-        close(actual, np.asarray(expected), dtype),
+        close(actual, np.asarray(expected), dtype, tolerance),
         f"{what}: holds {actual.tolist()!r}, expected {np.asarray(expected).tolist()!r}",
     )
 

@@ -27,6 +27,9 @@ class Saver:
     # gradient w.r.t. x of sum(g * y), from g and the saved tensor's values
     grad: Callable[[np.ndarray, np.ndarray], np.ndarray]
     kinds: tuple[str, ...] = ("float", "complex")
+    # the magnitude of the terms `grad` sums, from |g| and |saved|, where they
+    # cancel (tanh's 1 - r * r near |r| = 1): its rounding is relative to them
+    terms: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
 
     def __repr__(self) -> str:
         return self.name
@@ -34,12 +37,19 @@ class Saver:
 
 SAVERS: tuple[Saver, ...] = (
     Saver("y = x.exp()", "result", lambda x, o: x.exp(), lambda g, r: g * np.conj(r)),
-    Saver("y = x.tanh()", "result", lambda x, o: x.tanh(), lambda g, r: g * np.conj(1 - r * r)),
+    Saver(
+        "y = x.tanh()",
+        "result",
+        lambda x, o: x.tanh(),
+        lambda g, r: g * np.conj(1 - r * r),
+        terms=lambda g, r: g * (1 + r * r),
+    ),
     Saver(
         "y = x.sigmoid()",
         "result",
         lambda x, o: x.sigmoid(),
         lambda g, r: g * np.conj(r * (1 - r)),
+        terms=lambda g, r: g * (r + r * r),
     ),
     Saver("y = x.relu()", "result", lambda x, o: x.relu(), lambda g, r: g * (r > 0), ("float",)),
     Saver("y = x.sin()", "self", lambda x, o: x.sin(), lambda g, x: g * np.conj(np.cos(x))),

@@ -229,3 +229,53 @@ def test_a_foreach_list_whose_second_pair_reads_what_the_first_writes_is_not_com
     run, found = execute(Program(chain, render=listing))
     assert found is None, found
     assert run.steps_checked == len(chain)
+
+
+def test_a_foreach_list_whose_written_tensors_share_memory_is_not_compared():
+    """torch._foreach_mul_([t2, t3], c) with t3 = t2.transpose(2, 2), a second view
+    of t2's memory (a thorough run on 2.13.0: foreach.inplace_grad, t0.grad off):
+    like the same tensor twice, what the graph records is undefined."""
+
+    def leaf(values, requires_grad=False) -> Step:
+        array = np.array(values, dtype=np.complex128)
+        return Step("leaf", leaf=Leaf(array, "complex64", "cpu", requires_grad))
+
+    chain = [
+        leaf(np.ones((1, 2, 3, 2)), requires_grad=True),
+        Step("mul_s", (0,), (-1.5 - 5.5j,)),
+        Step("getitem", (1,), ((slice(None), 0),)),
+        Step("transpose", (2,), (2, 2)),
+        Step("foreach_mul_s_", (2, 3), (-0.1875 + 3j,)),
+        leaf(np.ones((1, 3, 2))),
+        Step("backward_g", (2, 4), (True,)),
+    ]
+    run, found = execute(Program(chain, render=listing))
+    assert found is None, found
+    assert run.steps_checked == 5  # the chain ends at the call
+
+
+def test_a_gradient_argument_moved_by_set_still_names_pytorch_34082():
+    """t0.grad is view_as_real(t3), t3 the gradient handed to backward; t3.set_(t2)
+    moves t3 to other memory, and the second backward's accumulation into t0.grad
+    moves t3's version (a thorough run on 2.13.0, reported as
+    version.unchanged_out_of_place): it is #34082's known failure."""
+    from conformance.differential.attribution import attribute
+
+    def leaf(values, dtype, requires_grad=False) -> Step:
+        array = np.array(values, dtype=np.complex128 if "complex" in dtype else np.float64)
+        return Step("leaf", leaf=Leaf(array, dtype, "cpu", requires_grad))
+
+    chain = [
+        leaf(np.ones((1, 3, 2)), "float32", requires_grad=True),
+        Step("clone", (0,)),
+        Step("view_as_complex", (1,)),
+        leaf(np.ones((1, 3)), "complex64"),
+        Step("backward_g", (2, 3), (False,)),
+        Step("set_", (3, 2), no_grad=True),
+        leaf(np.ones((1, 3)), "complex64"),
+        Step("backward_g", (2, 4), (True,)),
+    ]
+    run, found = execute(Program(chain, render=listing))
+    if found is None:  # a build without pytorch#34082
+        return
+    assert attribute(run, found) == "grad.gradient_argument_kept", found

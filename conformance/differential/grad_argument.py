@@ -46,6 +46,12 @@ def _leaf_grads(pool: list[torch.Tensor]) -> dict[int, int]:
     return out
 
 
+def note_handed(run, g: int) -> None:
+    """Remember the memory the gradient at pool index g has as backward takes it."""
+    if g < len(run.torch_pool) and (storage := _storage(run.torch_pool[g])) is not None:
+        run.handed.setdefault(g, set()).add(storage)
+
+
 def rule(run, d) -> str | None:
     """RULE when a leaf's .grad shares memory with a gradient an earlier
     backward_g step was handed, and the discrepancy is on one of them."""
@@ -59,13 +65,18 @@ def rule(run, d) -> str | None:
     pool = run.torch_pool
     grads = _leaf_grads(pool)
     for g in handed:
-        if g >= len(pool) or (storage := _storage(pool[g])) is None:
+        if g >= len(pool):
             continue
-        sharing = {leaf for leaf, s in grads.items() if s == storage}
-        if sharing and set(d.tensors) & (sharing | {g} | _aliases(pool, storage)):
+        # its memory now, and when handed: g.set_(...) since moves g, while the
+        # leaf's .grad keeps that memory and g's version counter (a thorough run:
+        # t0.grad = view_as_real(t3), then t3.set_(t2), then a second backward)
+        storages = {_storage(pool[g])} | run.handed.get(g, set())
+        storages.discard(None)
+        sharing = {leaf for leaf, s in grads.items() if s in storages}
+        if sharing and set(d.tensors) & (sharing | {g} | _aliases(pool, storages)):
             return RULE
     return None
 
 
-def _aliases(pool: list[torch.Tensor], storage: int) -> set[int]:
-    return {i for i, t in enumerate(pool) if _storage(t) == storage}
+def _aliases(pool: list[torch.Tensor], storages: set[int]) -> set[int]:
+    return {i for i, t in enumerate(pool) if _storage(t) in storages}

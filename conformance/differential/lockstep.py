@@ -22,7 +22,7 @@ import torch
 
 from conformance import build, watch
 from conformance.check import close, dense
-from conformance.differential import write_checks
+from conformance.differential import grad_argument, write_checks
 from conformance.differential.modes import oracle_mode, torch_mode
 from conformance.differential.observe import (
     RAISES,
@@ -99,6 +99,9 @@ class Run:
     # (oracle, torch) observations after the last step compared, and before it
     observed: tuple[list[Observed], list[Observed]] = ([], [])
     previous: tuple[list[Observed], list[Observed]] = ([], [])
+    # pool index of each gradient handed to backward -> the storages it had then
+    # (grad_argument: a later set_ moves it, while a leaf's .grad keeps that memory)
+    handed: dict[int, set[int]] = field(default_factory=dict)
 
 
 def _torch_step(run: Run, step: Step) -> tuple[object, BaseException | None]:
@@ -195,6 +198,8 @@ def _execute(program: Program, exhaustive: bool) -> tuple[Run, Discrepancy | Non
         watch.note(step=number)  # a crash or hang in this step leaves its number
         with write_checks.recording(run, step):  # out=: the resize warning
             t_result, t_error = _torch_step(run, step)
+        if step.op == "backward_g":
+            grad_argument.note_handed(run, step.tensors[1])
         if t_error is not None and missing_kernel(run, step, t_error) is not None:
             # not in this build: the step is skipped (and counted), the chain
             # ends, and nothing after it is compared (torch may have run part
