@@ -49,12 +49,17 @@ class Saved:
             )
         if self.tensor is not None:
             return op_values(self.tensor.values(), self.tensor.dtype)
+        return op_values(self.memory(), self.dtype)
+
+    def memory(self) -> np.ndarray:
+        """The saved geometry's elements as its memory holds them now, read in the
+        saved dtype (a real or imag view of complex memory, a view through bytes)."""
         storage = self.geom[0]
         if through_bytes(self.dtype, storage.dtype):  # x.view(dtype): through its bytes
             window = dtype_views.read(storage.buf, storage.dtype, *self.geom[1:], self.dtype)
         else:
             window = strided(*self.geom, compute_dtype(self.dtype))
-        return op_values(apply_bits(window, *self.bits), self.dtype)
+        return apply_bits(window, *self.bits)
 
 
 class Node:

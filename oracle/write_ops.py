@@ -10,7 +10,9 @@ complex; neg takes only an o of its input's dtype, measured on torch
 resized (resize_: contiguous, or laid out as the inputs are; its storage
 grows in place, keeping what it held, when it is too small), unless o is
 itself an input (then the shapes must match), and written; o's version goes
-up once and o is returned.
+up once and o is returned. A view that requires grad, resized so (under
+no_grad), is undefined: resize_ refuses such a tensor, and the view's
+CopySlices may no longer fit it over its base (torch raises in backward).
 Nothing is recorded by autograd: o keeps its requires_grad and grad_fn.
 
 resize_: refused for a tensor that requires grad (in any grad mode); else
@@ -176,6 +178,11 @@ def _out(engine: Engine, spec: OpSpec, ts: list, p: tuple) -> OTensor:
         resize(out, shape, strides)
         if any(x.storage is out.storage for x in inputs):
             engine.undefined = "out= resized over memory an input reads"
+        if out.base is not None and out.requires_grad:
+            # resize_ refuses a tensor that requires grad; out= resizes it, and a
+            # view's CopySlices then lays its geometry over its base's gradient,
+            # which it may no longer fit (torch: "setStorage ... out of bounds")
+            engine.undefined = "out= resized a view that requires grad"
     engine._write(out, values)
     # compared at the tolerance of the dtype the op computed in (a complex64 exp
     # stored into complex128 carries complex64's rounding)

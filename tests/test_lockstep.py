@@ -279,3 +279,41 @@ def test_a_gradient_argument_moved_by_set_still_names_pytorch_34082():
     if found is None:  # a build without pytorch#34082
         return
     assert attribute(run, found) == "grad.gradient_argument_kept", found
+
+
+def test_a_hooked_save_of_a_real_view_reads_the_complex_memory_as_real():
+    """sin under saved_tensors_hooks (pack x.detach()) of t3.real: unpack reads the
+    saved memory in the view's dtype (a thorough run at c42fe3e: the model read
+    complex128 memory with float64 strides and expected cos(0) for t0's last row)."""
+    chain = [
+        Step("leaf", leaf=Leaf(np.ones((3, 1), dtype=np.complex128), "complex128", "cpu", True)),
+        Step("clone", (0,)),
+        Step("mul_s", (1,), (0.375 - 1.625j,)),
+        Step("real", (2,)),
+        Step("leaf", leaf=Leaf(np.ones((3, 1)), "float64", "cpu", False)),
+        Step("sin_hooked_detach", (3,)),
+        Step("backward_g", (5, 4), (False,)),
+    ]
+    run, found = execute(Program(chain, render=listing))
+    assert found is None, found
+    assert run.steps_checked == len(chain)
+
+
+def test_an_out_resize_of_a_view_that_requires_grad_is_not_compared():
+    """torch.add(a, b, out=v) under no_grad resizes v, a view of an empty tensor in
+    the graph, to 0-d: resize_ refuses a tensor that requires grad, and torch's
+    CopySlices then no longer fits v over its base ("setStorage ... out of bounds"
+    in backward, 2.0.1 to 2.14.1; a thorough run at c42fe3e)."""
+    chain = [
+        Step("leaf", leaf=Leaf(np.ones((0, 2, 3)), "float32", "cpu", True)),
+        Step("clone", (0,)),
+        Step("select", (1,), (2, -1)),
+        Step("leaf", leaf=Leaf(np.array(1), "int32", "cpu", False)),
+        Step("leaf", leaf=Leaf(np.array(1), "int32", "cpu", False)),
+        Step("add_out", (2, 3, 4), no_grad=True),
+        Step("add_s_", (2,), (1.0,)),
+        Step("backward", (2,), (True,)),
+    ]
+    run, found = execute(Program(chain, render=listing))
+    assert found is None, found
+    assert run.steps_checked < len(chain)
