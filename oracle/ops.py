@@ -687,6 +687,8 @@ for _n, (_tpl, _p, _f, _b, _arity) in index_ops.ROWS.items():
         statement=_n == "setitem_t",
         returns=_n != "setitem_t",
         dtypes=FCI if _n == "index_add_" else ALL,
+        # index_add_ rounds after each add into a repeated row
+        sums=_n == "index_add_",
         # index_put_ does not look; masked_fill_ only warns on expanded memory
         overlap_check=_n in ("index_add_", "index_copy_", "scatter_"),
         # index_add_ and index_copy_ save the source for its gradient's shape

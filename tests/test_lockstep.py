@@ -317,3 +317,23 @@ def test_an_out_resize_of_a_view_that_requires_grad_is_not_compared():
     run, found = execute(Program(chain, render=listing))
     assert found is None, found
     assert run.steps_checked < len(chain)
+
+
+def test_index_add_into_a_repeated_row_rounds_after_each_add():
+    """bfloat16 index_add_ with the index [0, 0]: torch rounds to bfloat16 after
+    each add (0.76171875 + 1.125 -> 1.890625, then - 2 -> -0.109375), the model
+    once (-0.11328125); both are within a few epsilons of the terms' magnitude
+    (a thorough run at 2176049, reported as index.writes_in_place)."""
+    source = [
+        [[[0.75, -2.25], [1.875, 0.0]], [[1.25, 1.0], [1.75, 0.875]]],
+        [[[7.0, 5.0], [4.0, 3.75]], [[1.125, -0.875], [-2.0, -0.625]]],
+    ]
+    chain = [
+        Step("leaf", leaf=Leaf(np.ones((2, 2, 1, 2)), "bfloat16", "cpu", True)),
+        Step("tanh", (0,)),
+        Step("leaf", leaf=Leaf(np.array(source), "bfloat16", "cpu", True)),
+        Step("index_add_", (1, 2), (2, [0, 0])),
+    ]
+    run, found = execute(Program(chain, render=listing))
+    assert found is None, found
+    assert run.steps_checked == len(chain)

@@ -36,6 +36,7 @@ from conformance.differential.observe import (
 from conformance.differential.torch_calls import compiled
 from conformance.internal import suite_code
 from oracle import OPS, Engine, OracleError, OTensor, tolerance
+from oracle.ops import OpSpec
 from oracle.tolerances import part_atol, summed_atol
 from strategies.dtypes import LARGEST_FINITE, UNIT_ROUNDOFF
 from strategies.programs import Leaf, Program, Step
@@ -558,7 +559,8 @@ def _value_tolerance(run: Run, step: Step, number: int, i: int, dtype: str) -> t
     computed = {t.computed_in for t in run.oracle_pool if t.storage is tensor.storage}
     rtol, atol = max([tolerance(dtype), *(tolerance(c) for c in computed if c)])
     spec = OPS.get(step.op)
-    if spec is not None and spec.sums and run.origins[i].step == number:
+    if spec is not None and spec.sums and _summed_into(run, spec, step, number, i):
+        # (an in-place sum's self is read after the write: at most twice its terms)
         operands = [np.abs(run.oracle_pool[k].values()) for k in step.tensors[: spec.arity]]
         with suite_code(f"the magnitude of {step.op}'s terms"):
             terms = np.abs(spec.fwd(operands, tuple(step.params), dtype))
@@ -571,6 +573,14 @@ def _value_tolerance(run: Run, step: Step, number: int, i: int, dtype: str) -> t
         largest = float(parts.max()) * (1 if buf.dtype.kind == "c" else 2) if parts.size else 0.0
         atol += part_atol(PART_OF[dtype], largest)
     return rtol, atol
+
+
+def _summed_into(run: Run, spec: OpSpec, step: Step, number: int, i: int) -> bool:
+    """Whether pool tensor i holds this step's sums: its result, or for an
+    in-place sum (index_add_), any tensor of the memory it wrote."""
+    if spec.inplace:
+        return run.oracle_pool[i].storage is run.oracle_pool[step.tensors[0]].storage
+    return run.origins[i].step == number
 
 
 def _read_as_complex(run: Run, tensor: OTensor) -> bool:
