@@ -261,9 +261,11 @@ def _foreach(engine: Engine, spec: OpSpec, ts: list, p: tuple) -> None:
         # every node takes its edges and saves its operands before any write
         if pairs[0][0] is pairs[1][0]:  # the graph records one of the two writes
             undefined = "the same tensor twice in a recorded _foreach_ list"
-        elif _share_elements(pairs[0][0], pairs[1][0]):
+        elif pairs[0][0].storage is pairs[1][0].storage:
             # two views of the memory both written: each node took its edge (its
-            # base's history) before either write, as with the same tensor twice
+            # base's history) before either write, as with the same tensor twice;
+            # with no element in common, the first view's history still misses the
+            # second write (a leaf reached only through it: .grad None, not zeros)
             undefined = "two written tensors of a recorded _foreach_ list share memory"
         elif row.saves and any(_share_elements(pairs[0][0], t) for t in pairs[1]):
             # the second node saved, as it was before the call, memory the first wrote

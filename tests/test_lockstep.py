@@ -337,3 +337,25 @@ def test_index_add_into_a_repeated_row_rounds_after_each_add():
     run, found = execute(Program(chain, render=listing))
     assert found is None, found
     assert run.steps_checked == len(chain)
+
+
+def test_a_foreach_list_of_two_views_of_one_memory_is_not_compared():
+    """torch._foreach_mul_([t2, t3], [t4, t5]) with t3 = t2[1:0:3, :, ::3], an empty
+    view of t2's memory (a thorough run at 43ac957, foreach.inplace_grad: t5.grad
+    None, expected zeros): t2's history misses t3's write, as it misses a disjoint
+    view's; the model marks any two written views of one memory undefined."""
+    ones = np.ones((3, 2, 3, 1))
+    chain = [
+        Step("leaf", leaf=Leaf(ones, "bfloat16", "cpu", True)),
+        Step("clone", (0,)),
+        Step("transpose", (1,), (2, 0)),
+        Step("getitem", (2,), ((slice(1, 0, 3), slice(None), slice(None, None, 3)),)),
+        Step("leaf", leaf=Leaf(np.array([1.0]), "bfloat16", "cpu", False)),
+        Step("leaf", leaf=Leaf(np.array([[1.0]]), "bfloat16", "cpu", True)),
+        Step("foreach_mul_l_", (2, 3, 4, 5)),
+        Step("leaf", leaf=Leaf(ones, "bfloat16", "cpu", False)),
+        Step("backward_g", (2, 6), (False,)),
+    ]
+    run, found = execute(Program(chain, render=listing))
+    assert found is None, found
+    assert run.steps_checked == 7  # the chain ends at the call
