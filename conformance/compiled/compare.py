@@ -7,10 +7,15 @@ which tensors share memory, and at which offsets; the arguments' values and
 geometry afterwards; the outputs' shapes, dtypes, values and documented
 strides; the arguments' version counters; requires_grad, is_leaf and
 grad_fn presence; every tensor's .grad.
+
+Values are compared exactly (`identical`: the same bits, NaNs in the same
+places) for a backend that runs eager's own kernels (targets.SAME_KERNELS),
+and within oracle.tolerances.compiled_tolerance for any other.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,9 +38,24 @@ class Divergence:
     tensors: tuple[int, ...] = ()
 
 
-def compare(program: CompiledProgram, eager: Trace, compiled: Trace) -> Divergence | None:
+Agree = Callable[..., bool]  # (eager's values, compiled's, dtype, grad=False)
+
+
+def compare(
+    program: CompiledProgram,
+    eager: Trace,
+    compiled: Trace,
+    exact: bool = False,
+    bounds: Callable[[str], tuple[float, float]] = compiled_tolerance,
+) -> Divergence | None:
+    """The first difference, in the module's order. Values bit for bit where
+    `exact`, else within `bounds(dtype)`, (rtol, atol)."""
+
+    def agree(a: np.ndarray, b: np.ndarray, dtype: str, grad: bool = False) -> bool:
+        return identical(a, b) if exact else _within(a, b, dtype, bounds(dtype), grad)
+
     for e, c in zip(eager.outcomes, compiled.outcomes, strict=False):
-        found = _outcome(program, e, c)
+        found = _outcome(program, e, c, agree)
         if found is not None:
             return found
     if len(eager.outcomes) != len(compiled.outcomes):  # only after a difference in raising
@@ -54,7 +74,7 @@ def _same_raising(e: Outcome, c: Outcome) -> bool:
     return e.error is not None and c.error is not None and e.error.startswith(UNDOCUMENTED)
 
 
-def _outcome(program: CompiledProgram, e: Outcome, c: Outcome) -> Divergence | None:
+def _outcome(program: CompiledProgram, e: Outcome, c: Outcome, agree: Agree) -> Divergence | None:
     if not _same_raising(e, c):
         return Divergence(
             "compile.raises",
@@ -64,14 +84,16 @@ def _outcome(program: CompiledProgram, e: Outcome, c: Outcome) -> Divergence | N
         )
     if e.snapshot is None or c.snapshot is None:
         return None  # both raised alike: what an interrupted call leaves behind is not compared
-    return _snapshots(program, e.where, e.snapshot, c.snapshot)
+    return _snapshots(program, e.where, e.snapshot, c.snapshot, agree)
 
 
 def _said(o: Outcome) -> str:
     return f"raised {o.error} ({o.message})" if o.error else "did not raise"
 
 
-def _snapshots(program: CompiledProgram, where: str, e: Snapshot, c: Snapshot) -> Divergence | None:
+def _snapshots(
+    program: CompiledProgram, where: str, e: Snapshot, c: Snapshot, agree: Agree
+) -> Divergence | None:
     args = set(program.arg_tokens)
     views = {s.out for s in program.body if s.is_view} | {s.out for s in program.args}
     tokens = e.tokens
@@ -119,7 +141,7 @@ def _snapshots(program: CompiledProgram, where: str, e: Snapshot, c: Snapshot) -
                     f"{getattr(E[k], name)} eager",
                     token,
                 )
-        if not _close(E[k].values, C[k].values, E[k].dtype):
+        if not agree(E[k].values, C[k].values, E[k].dtype):
             return found(
                 "compile.input_mutation",
                 # its dtype and shape: classes of this divergence depend on them
@@ -140,7 +162,7 @@ def _snapshots(program: CompiledProgram, where: str, e: Snapshot, c: Snapshot) -
                     f"{getattr(E[k], name)} eager",
                     token,
                 )
-        if not _close(E[k].values, C[k].values, E[k].dtype):
+        if not agree(E[k].values, C[k].values, E[k].dtype):
             return found(
                 "compile.outputs",
                 f"t{token} holds {C[k].values.tolist()!r} compiled, {E[k].values.tolist()!r} eager",
@@ -185,7 +207,7 @@ def _snapshots(program: CompiledProgram, where: str, e: Snapshot, c: Snapshot) -
             )
         if ge is None or ge is RAISES:
             continue
-        if E[k].grad_meta != C[k].grad_meta or not _close(ge, gc, E[k].grad_meta[1], grad=True):
+        if E[k].grad_meta != C[k].grad_meta or not agree(ge, gc, E[k].grad_meta[1], grad=True):
             return found(
                 "compile.grad",
                 f"t{token}.grad is {_grad(gc)} compiled, {_grad(ge)} eager",
@@ -206,10 +228,25 @@ def _increased(before, after) -> object:
     return after > before
 
 
-def _close(a: np.ndarray, b: np.ndarray, dtype: str, grad: bool = False) -> bool:
+def identical(a: np.ndarray, b: np.ndarray) -> bool:
+    """The same values bit for bit, NaNs (whatever their payload) in the same
+    places. Zeros of either sign are equal, as IEEE 754 and the repro script's
+    == count them: a gradient that aot_eager sums in another order may be 0.0
+    where eager's is -0.0 (ci profile, seed 0)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if np.iscomplexobj(a):
+        return identical(a.real, b.real) and identical(a.imag, b.imag)
+    return bool(np.array_equal(a, b, equal_nan=np.issubdtype(a.dtype, np.floating)))
+
+
+def _within(
+    a: np.ndarray, b: np.ndarray, dtype: str, bounds: tuple[float, float], grad: bool = False
+) -> bool:
     if a.shape != b.shape:
         return False
-    rtol, atol = compiled_tolerance(dtype)
+    rtol, atol = bounds
     if grad:  # fused backward kernels round differently (docs/compile.md)
         rtol, atol = 4 * rtol, 4 * atol
     return close(b, a, dtype, (rtol, atol))

@@ -20,6 +20,13 @@ from functools import cache
 
 import torch
 
+# Backends that run eager's own kernels on the graph Dynamo captured (eager:
+# the capture alone; aot_eager: AOTAutograd's forward and backward graphs,
+# functionalized, without decompositions): the same kernels on the same
+# inputs give the same bits, so their values are compared exactly. Any other
+# backend (inductor, a user's) may fuse and reorder floating-point operations.
+SAME_KERNELS = frozenset({"eager", "aot_eager"})
+
 
 class TargetError(ValueError):
     """A usage error in --compile: one line a user can act on."""
@@ -37,6 +44,11 @@ class Target:
         if ":" in self.name:
             return _load_callable(self.name)
         return self.name
+
+    @property
+    def same_kernels(self) -> bool:
+        """Whether its values must be eager's bit for bit (SAME_KERNELS)."""
+        return self.name in SAME_KERNELS
 
 
 def column(device: str, target: str | None) -> str:
