@@ -150,7 +150,8 @@ def close(
     dtype: str,
     tolerance: tuple[float, float] | None = None,
 ) -> bool:
-    """Equal for integers and bool; within (rtol, atol) for floating dtypes."""
+    """Equal for integers and bool; within (rtol, atol) for floating dtypes
+    (atol: one number, or one per element)."""
     if actual.shape != np.shape(expected):
         return False
     # the common case, at a tenth of allclose's cost (np.array_equal, shapes known equal)
@@ -166,6 +167,8 @@ def close(
         if not np.array_equal(odd_a, odd_e):
             return False
         actual, expected = actual[~odd_a], np.asarray(expected)[~odd_e]
+        if np.ndim(atol):  # (one per element)
+            atol = np.broadcast_to(atol, odd_a.shape)[~odd_a]
     return bool(np.allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True))
 
 

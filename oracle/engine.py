@@ -141,6 +141,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             saves,
         )
         node.params = p  # (oracle.gradapi: create_graph reads pow's exponent)
+        node.terms_of = spec.grad_terms
         return node
 
     @staticmethod

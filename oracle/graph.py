@@ -78,9 +78,16 @@ class Node:
         self.seq, self.name, self.edges, self.backward = next(_seq), name, edges, backward
         self.out, self.saved, self.inner, self.released = out, saved or {}, inner, False
 
+    # |g|, |saved| -> the terms a formula that cancels sums (OpSpec.grad_terms),
+    # and those of its last backward: a gradient's tolerance reads them
+    terms_of: Callable | None = None
+    terms: np.ndarray | None = None
+
     def apply(self, g: np.ndarray) -> list:
         values = {k: s.unpack() for k, s in self.saved.items()}
         g0, g = g, op_values(g, self.out[1]) if self.out else g
+        if self.terms_of is not None and values:
+            self.terms = self.terms_of(np.abs(g), np.abs(next(iter(values.values()))))
         try:
             with np.errstate(all="ignore"):
                 out = self.backward(g, values, [e is not None for e in self.edges])

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from conformance.differential.listing import listing
-from conformance.differential.lockstep import execute
+from conformance.differential.lockstep import cancelled_atol, execute
 from conformance.differential.minimize import well_formed, without
 from strategies.programs import Leaf, Program, Step
 
@@ -359,3 +359,29 @@ def test_a_foreach_list_of_two_views_of_one_memory_is_not_compared():
     run, found = execute(Program(chain, render=listing))
     assert found is None, found
     assert run.steps_checked == 7  # the chain ends at the call
+
+
+def test_complex_tanh_near_one_is_compared_to_the_terms_its_backward_cancels():
+    """complex64 tanh_backward, vectorized, computes 1 - r * r in complex64: at
+    r = -0.99997 it is 1.7e-4 off, relative (2.13.0). Behind a hooked sin the
+    gradients reach 5e11, so the path's one bound is capped; the leaf's
+    gradient is held per element to the terms tanh summed, |g| (1 + |r|^2)
+    (a thorough run at b10cf90, reported as saved_hooks.pack_unpack)."""
+    values = np.linspace(-6, -4.5, 16) + 1j * np.linspace(-0.25, 0.25, 16)
+    values[-1] = 1 + 1j
+    chain = [
+        Step("leaf", leaf=Leaf(values.reshape(2, 8), "complex64", "cpu", True)),
+        Step("tanh", (0,)),
+        Step("mul_s", (1,), (4 + 5j,)),
+        Step("sin_hooked_x2_x2", (2,)),
+        Step("backward_g", (3, 0), (False,)),
+    ]
+    run, found = execute(Program(chain, render=listing))
+    assert found is None, found
+    assert run.steps_checked == len(chain)
+    # the allowance is the terms' rounding, no more: a few units of |g| (1 + |r|^2)
+    atol = cancelled_atol(run, chain[-1], 0, {0, 1, 2, 3})
+    r = run.oracle_pool[1].values()
+    g = np.abs(run.oracle_pool[0].grad) / np.abs(1 - r * r)
+    assert np.allclose(atol, 8 * 2**-23 * g * (1 + np.abs(r) ** 2), rtol=1e-3)
+    assert atol[1, 7] < 1e-5 * np.abs(run.oracle_pool[0].grad[1, 7])  # where 1 - r * r is not small
