@@ -84,7 +84,7 @@ class OTensor:
         self._fn: Node | None = None  # the grad_fn_ field
         self.grad: np.ndarray | None = None
         self.grad_dtype: str | None = None  # .grad's dtype (the leaf's, unless `.data =`)
-        self.retain_node: Node | None = None  # the node holding its retains_grad hook
+        self._retain: weakref.ref | None = None  # retain_node's
         self.base: OTensor | None = None  # the root base, for a (differentiable) view
         self.no_grad_view = False  # a view made in no_grad mode (or of such a view)
         self.multi_output = False  # an output of unbind, split... (or a view of one)
@@ -176,6 +176,18 @@ class OTensor:
             self._fn, self.attr_version = as_strided_node(self, self.base), self.counter.value
             self.retain_node = self._fn if self.retain_node is not None else None
         return self._fn
+
+    @property
+    def retain_node(self) -> Node | None:
+        """The node holding its retains_grad hook. The node holds the hook, not
+        the tensor the node: once no graph holds the node (t.detach_() drops
+        t's grad_fn), it is freed, and with it the AccumulateGrad it reaches
+        and that node's hooks."""
+        return self._retain() if self._retain is not None else None
+
+    @retain_node.setter
+    def retain_node(self, node: Node | None) -> None:
+        self._retain = weakref.ref(node) if node is not None else None
 
     def edge(self) -> Node | Accumulator | None:
         """gradient_edge(): the grad_fn, else the leaf's AccumulateGrad, else None."""

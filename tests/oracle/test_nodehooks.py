@@ -97,6 +97,21 @@ def test_the_accumulate_grad_node_is_shared_while_a_graph_holds_it():
     np.testing.assert_allclose(x.grad, [3 * np.e])
 
 
+def test_retain_grad_does_not_keep_a_detached_graph_and_its_hooks_alive():
+    # torch 2.0.1, 2.4.1, 2.13.0, 2.14.1: cos(1) = 0.5403, not 1.5403. The
+    # retains_grad hook lives on y's grad_fn; y.detach_() drops that node, the
+    # AccumulateGrad it alone held and the pre-hook on it
+    eng = Engine()
+    x = _leaf(eng, [1.0])
+    y = eng.call("mul_s", [x], (2.0,))
+    eng.call("retain_grad", [y])
+    eng.call("acc_prehook_add", [y], (1.0,))
+    with eng.no_grad():
+        eng.call("detach_", [y])
+    _backward(eng, eng.call("sin", [x]))
+    np.testing.assert_allclose(x.grad, [np.cos(1.0)])
+
+
 def test_a_post_hook_replaces_the_grad_inputs_of_its_node():
     eng = Engine()
     x = _leaf(eng, [1.0, 2.0])
