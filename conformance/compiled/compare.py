@@ -22,7 +22,8 @@ import numpy as np
 
 from conformance.check import close
 from conformance.compiled.program import CompiledProgram
-from conformance.compiled.run import Outcome, Snapshot, Trace
+from conformance.compiled.run import Outcome, Snapshot, Trace, execute
+from conformance.compiled.targets import Target
 from conformance.differential.observe import RAISES
 from oracle.tolerances import compiled_tolerance
 
@@ -61,6 +62,13 @@ def compare(
     if len(eager.outcomes) != len(compiled.outcomes):  # only after a difference in raising
         return Divergence(ERROR_CLASS_HOLDS, "call", "the compiled run stopped elsewhere")
     return None
+
+
+def diverges(program: CompiledProgram, target: Target) -> Divergence | None:
+    """Run the program eagerly and through `target`, and compare the two:
+    bit for bit where the target runs eager's own kernels."""
+    eager, compiled = execute(program, None), execute(program, target)
+    return compare(program, eager, compiled, exact=target.same_kernels)
 
 
 def _same_raising(e: Outcome, c: Outcome) -> bool:
