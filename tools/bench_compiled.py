@@ -15,17 +15,13 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from conformance.compiled.motifs import compiled_programs  # noqa: E402
 from conformance.compiled.run import execute  # noqa: E402
 from conformance.compiled.targets import parse_targets  # noqa: E402
+from tools.drawn import each_program  # noqa: E402
 
 DTYPES = ("float32", "float64", "complex64", "int64", "bool")
 
@@ -38,17 +34,7 @@ def main(backend: str, count: int) -> None:
     compiled_s: list[float] = []
     eager_s: list[float] = []
 
-    @settings(
-        max_examples=count,
-        database=None,
-        deadline=None,
-        derandomize=True,
-        phases=(Phase.generate,),
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(st.data())
-    def run(data):
-        _, program = data.draw(compiled_programs(("cpu",), DTYPES))
+    def run(program) -> None:
         start = time.perf_counter()
         execute(program, None)
         eager_s.append(time.perf_counter() - start)
@@ -59,9 +45,7 @@ def main(backend: str, count: int) -> None:
             pass
         compiled_s.append(time.perf_counter() - start)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        run()
+    each_program(count, DTYPES, run)
     warm = compiled_s[1:] or compiled_s
     print(
         f"{backend}: {len(compiled_s)} programs; compiled run: cold {compiled_s[0]:.2f} s, "

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from collections import defaultdict
 from pathlib import Path
 
@@ -29,14 +28,12 @@ sys.dont_write_bytecode = True  # never write __pycache__ into the repo
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
-from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 from conformance.compiled.compare import compare, identical  # noqa: E402
-from conformance.compiled.motifs import compiled_programs  # noqa: E402
 from conformance.compiled.run import Trace, execute  # noqa: E402
 from conformance.compiled.targets import parse_targets  # noqa: E402
 from oracle.tolerances import EPS  # noqa: E402
+from tools.drawn import each_program  # noqa: E402
 
 # Differences larger than this are no rounding, in any floating dtype
 BEYOND_ROUNDING = 2.0**-4
@@ -101,17 +98,7 @@ def measure(backend: str, seeds: list[int], programs: int) -> Tally:
     tally = Tally()
     for n in seeds:
 
-        @seed(n)
-        @settings(
-            max_examples=programs,
-            database=None,
-            deadline=None,
-            phases=(Phase.generate,),
-            suppress_health_check=list(HealthCheck),
-        )
-        @given(st.data())
-        def run(data):
-            _, program = data.draw(compiled_programs(("cpu",), DTYPES))
+        def run(program) -> None:
             tally.programs += 1
             try:
                 eager, compiled = execute(program, None), execute(program, target)
@@ -123,9 +110,7 @@ def measure(backend: str, seeds: list[int], programs: int) -> Tally:
                 return
             tally.traces(eager, compiled, "\n".join(program.listing()))
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            run()
+        each_program(programs, DTYPES, run, hypothesis_seed=n)
     return tally
 
 
