@@ -173,8 +173,9 @@ class OTensor:
                 raise OracleError(ErrorKind.CUSTOM_FUNCTION_VIEW, "its base ... modified inplace")
             from .graph import as_strided_node
 
+            retains = self.retain_node is not None  # (before the old node is dropped)
             self._fn, self.attr_version = as_strided_node(self, self.base), self.counter.value
-            self.retain_node = self._fn if self.retain_node is not None else None
+            self.retain_node = self._fn if retains else None
         return self._fn
 
     @property

@@ -112,6 +112,20 @@ def test_retain_grad_does_not_keep_a_detached_graph_and_its_hooks_alive():
     np.testing.assert_allclose(x.grad, [np.cos(1.0)])
 
 
+def test_retain_grad_moves_to_a_views_regenerated_grad_fn():
+    # torch 2.0.1 to 2.14.1: t1 = t0.reshape(1, 2, 1); t1.retain_grad(); a
+    # no_grad write into t0; t1.backward(g) fills t1.grad: the hook moves to
+    # the grad_fn t1 regenerates, though its old one is then freed
+    eng = Engine()
+    x = _leaf(eng, [[1.0, 1.0]])
+    v = eng.call("reshape", [x], ((1, 2, 1),))
+    eng.call("retain_grad", [v])
+    with eng.no_grad():
+        eng.call("setitem_s", [x], ((slice(None), 0), 0.75))
+    eng.call("backward", [eng.call("sum", [v])], (False,))
+    np.testing.assert_array_equal(v.grad, [[[1.0], [1.0]]])
+
+
 def test_a_post_hook_replaces_the_grad_inputs_of_its_node():
     eng = Engine()
     x = _leaf(eng, [1.0, 2.0])
