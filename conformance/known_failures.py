@@ -17,7 +17,8 @@ A bug of older releases that a later one fixed names that release in `fixed`
 after it that still fails is not excused (`versions` must end before it).
 
 Entries for torch.compile (--compile) may also name a `target` (a backend:
-the entry holds for that report column only), `ops` (op names the failing
+the entry holds for that report column only, and for a user's backend that
+says it wraps that one: `fn.builds_on = "aot_eager"`), `ops` (op names the failing
 minimal program must all use) and `message` (a substring of the failure's
 message, or a list of them, any of which will do): the last two narrow an
 entry to one class of divergence.
@@ -51,6 +52,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import cache
 from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -126,7 +128,7 @@ class KnownFailure:
             return False
         if self.device is not None and self.device != device:
             return False
-        if self.target is not None and self.target != target:
+        if self.target is not None and self.target not in _known_as(target):
             return False
         if self.dtype is not None and dtypes is not None and self.dtype not in dtypes:
             return False
@@ -283,3 +285,17 @@ def stale(
         elif entry.dtype is not None and entry.dtype not in dtypes:
             out.append((entry, f"dtype {entry.dtype} is not in this run"))
     return out
+
+
+@cache
+def _known_as(target: str) -> tuple[str, ...]:
+    """The target, and the backends it says it builds on (their known
+    failures are its own)."""
+    if not target:
+        return (target,)
+    from conformance.compiled.targets import builds_on  # (imports torch: compiled runs only)
+
+    names = [target]
+    while (base := builds_on(names[-1])) is not None and base not in names:
+        names.append(base)
+    return tuple(names)

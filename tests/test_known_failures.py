@@ -178,3 +178,13 @@ def test_an_entry_may_name_a_glob_of_rules(tmp_path):
     assert not views.covers("view.inplace_updates_base_grad", "cpu", text="t1.mul_(t4)")
     stale = known_failures.stale([views, nothing], "2.13.0", ("cpu",), ("float32",))
     assert [entry for entry, _ in stale] == [nothing]
+
+
+def test_a_backend_that_builds_on_another_inherits_its_known_failures():
+    from conformance.known_failures import KnownFailure
+
+    entry = KnownFailure("compile.raises", "r", "l", "test", target="aot_eager")
+    assert entry.covers("compile.raises", "cpu/aot_eager")
+    assert entry.covers("compile.raises", "cpu/tests.compile_plants:rounds_float64")
+    assert not entry.covers("compile.raises", "cpu/inductor")
+    assert not entry.covers("compile.raises", "cpu/tests.site.nothing:here")  # no such backend

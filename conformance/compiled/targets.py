@@ -51,6 +51,19 @@ class Target:
         return self.name in SAME_KERNELS
 
 
+def builds_on(name: str) -> str | None:
+    """The backend a user's backend (`module:function`) says it wraps, in
+    its `builds_on` attribute ("aot_eager"): that backend's known failures
+    hold for it too. None for a registered backend, or one that says nothing."""
+    if ":" not in name:
+        return None
+    try:
+        base = getattr(_load_callable(name), "builds_on", None)
+    except TargetError:
+        return None
+    return base if isinstance(base, str) and base != name else None
+
+
 def column(device: str, target: str | None) -> str:
     """A report column: the device alone for eager, `device/target` compiled."""
     return device if not target else f"{device}/{target}"
