@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from conformance.compiled.compare import compare
+from conformance.compiled.compare import compare, diverges
 from conformance.compiled.program import CompiledProgram, CStep
 from conformance.compiled.repro import repro_script
 from conformance.compiled.run import execute
@@ -444,3 +444,27 @@ def test_a_cast_into_out_that_is_refused_raises_alike_compiled():
     eager, compiled = execute(program, None), execute(program, AOT_EAGER)
     assert eager.outcomes[0].error == compiled.outcomes[0].error == "OUT_CAST"
     assert compare(program, eager, compiled) is None
+
+
+def test_an_out_argument_read_before_an_eager_out_resize_stays_resizable():
+    # ci --compile aot_eager, seed 4: torch.mul(t5, t6, out=t4) after the call
+    # grows t4 from [1, 2] to [1, 3, 3, 1]; reading t4 through Tensor.numpy
+    # after the call had marked its storage non-resizable, so the resize
+    # failed halfway and t4 read past its storage, on both sides
+    program = CompiledProgram(
+        args=(
+            _leaf(4, [[1.5, 1.0]]),
+            CStep(
+                "leaf", out=5, leaf=Leaf(np.arange(9).reshape(1, 3, 3, 1), "int16", "cpu", False)
+            ),
+            CStep("leaf", out=6, leaf=Leaf(np.asarray(-7), "int16", "cpu", False)),
+        ),
+        body=(),
+        tail=(CStep("mul_out", (4, 5, 6)),),
+    )
+    eager = execute(program, None)
+    assert [o.error for o in eager.outcomes] == [None, None], eager.outcomes
+    assert eager.outcomes[-1].snapshot.seen[0].values.ravel().tolist() == [
+        -7.0 * k for k in range(9)
+    ]
+    assert diverges(program, AOT_EAGER) is None

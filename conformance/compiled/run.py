@@ -17,6 +17,7 @@ import torch
 from conformance.compiled.program import CompiledProgram, run_step
 from conformance.compiled.targets import Target, guard_cache_limits
 from conformance.differential.observe import Observed, error_kind, observe_torch
+from conformance.differential.write_checks import is_write
 from oracle import classify as oracle_classify
 
 
@@ -53,11 +54,18 @@ def _version(t: torch.Tensor) -> object:
         return None  # an inference tensor: no counter
 
 
-def _snapshot(env: dict[int, torch.Tensor], tokens: list[int], before: dict) -> Snapshot:
+def _snapshot(
+    env: dict[int, torch.Tensor], tokens: list[int], before: dict, resizable: bool
+) -> Snapshot:
+    """What a caller sees of the tensors `tokens` name. `resizable`: read
+    without marking their storage non-resizable (Tensor.numpy does), where a
+    later step may resize it (out=, resize_): torch.mul(a, b, out=o) would
+    otherwise grow o's sizes, fail to grow its storage, and leave o reading
+    past it (the repro, reading nothing, grows it)."""
     pool = [env[t] for t in tokens]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        seen = observe_torch(pool)
+        seen = observe_torch(pool, resizable=resizable)
     return Snapshot(list(tokens), seen, [t.storage_offset() for t in pool], before)
 
 
@@ -70,6 +78,7 @@ def compile_function(program: CompiledProgram, target: Target):
 def execute(program: CompiledProgram, target: Target | None) -> Trace:
     """Run `program`: eagerly when `target` is None, else compiled for it."""
     trace = Trace()
+    resizes = any(is_write(op) for op in program.ops)
     env: dict[int, torch.Tensor] = {}
     for step in program.args:
         run_step(step, env)
@@ -89,7 +98,7 @@ def execute(program: CompiledProgram, target: Target | None) -> Trace:
     outs = program.output_tokens
     env.update(zip(outs, outputs, strict=True))
     tokens = list(dict.fromkeys(args + outs))
-    trace.outcomes.append(Outcome("call", snapshot=_snapshot(env, tokens, before)))
+    trace.outcomes.append(Outcome("call", snapshot=_snapshot(env, tokens, before, resizes)))
     for number, step in enumerate(program.tail):
         before = {t: _version(env[t]) for t in tokens}
         try:
@@ -103,7 +112,7 @@ def execute(program: CompiledProgram, target: Target | None) -> Trace:
         # torch.autograd.grad's result is None for an input it does not reach
         if step.out is not None and env.get(step.out) is not None and step.out not in tokens:
             tokens.append(step.out)
-        outcome.snapshot = _snapshot(env, tokens, before)
+        outcome.snapshot = _snapshot(env, tokens, before, resizes)
         trace.outcomes.append(outcome)
     return trace
 
