@@ -384,16 +384,10 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
 
     def _rebase(self, t: OTensor, node: Node) -> None:
         """rebase_history: the in-place node becomes t's history (its base's, for a view)."""
-        # (whether it retains is read before its old node may be dropped)
         if t.base is None:
-            retains = t.retain_node is not None
-            t._fn = node
-            t.retain_node = node if retains else None
+            t.replace_grad_fn(node)
             return
-        base = t.base
-        retains = base.retain_node is not None
-        base._fn = cs = copy_slices(base, t, node)
-        base.retain_node = cs if retains else None
+        t.base.replace_grad_fn(copy_slices(t.base, t, node))
         t.grad_fn()  # torch regenerates the view's grad_fn right away
 
     def _op_inplace(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:

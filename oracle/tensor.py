@@ -173,10 +173,17 @@ class OTensor:
                 raise OracleError(ErrorKind.CUSTOM_FUNCTION_VIEW, "its base ... modified inplace")
             from .graph import as_strided_node
 
-            retains = self.retain_node is not None  # (before the old node is dropped)
-            self._fn, self.attr_version = as_strided_node(self, self.base), self.counter.value
-            self.retain_node = self._fn if retains else None
+            self.replace_grad_fn(as_strided_node(self, self.base))
+            self.attr_version = self.counter.value
         return self._fn
+
+    def replace_grad_fn(self, node: Node) -> None:
+        """A new grad_fn_ (a regenerated view's, rebase_history's): the
+        retains_grad hook moves to it. Whether it retains is read before the
+        old node is dropped, which may free it (retain_node is weak)."""
+        retains = self.retain_node is not None
+        self._fn = node
+        self.retain_node = node if retains else None
 
     @property
     def retain_node(self) -> Node | None:

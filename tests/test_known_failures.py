@@ -183,6 +183,9 @@ def test_an_entry_may_name_a_glob_of_rules(tmp_path):
 def test_a_backend_that_builds_on_another_inherits_its_known_failures():
     from conformance.known_failures import KnownFailure
 
+    # the planted backends need a torch whose Dynamo has them (not 2.0)
+    pytest.importorskip("tests.compile_plants", exc_type=ImportError)
+
     entry = KnownFailure("compile.raises", "r", "l", "test", target="aot_eager")
     assert entry.covers("compile.raises", "cpu/aot_eager")
     assert entry.covers("compile.raises", "cpu/tests.compile_plants:rounds_float64")
