@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.check import TOLERANCES
-from oracle.graph import sum_to
+from oracle.nodes import sum_to
 from oracle.tolerances import summed_atol
 from strategies.tensors import TensorCase
 

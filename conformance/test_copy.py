@@ -21,7 +21,7 @@ from conformance.check import (
 from conformance.harness import Example
 from conformance.spellings import COPIES
 from conformance.summing import summed_tolerance
-from oracle.graph import sum_to
+from oracle.nodes import sum_to
 from strategies.dtypes import DTYPES
 from strategies.layouts import WRITABLE_LAYOUTS
 from strategies.shapes import broadcast_sources

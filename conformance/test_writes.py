@@ -21,7 +21,7 @@ from hypothesis.extra import numpy as hnp
 from conformance.check import close, expect, expect_raises, storage_id
 from conformance.harness import Example
 from oracle.dtypes import kind, round_to
-from oracle.write_ops import SAME_DTYPE, can_cast
+from oracle.write_rows import SAME_DTYPE, can_cast
 from strategies.dtypes import DTYPES, elements
 from strategies.tensors import TORCH_DTYPES, to_numpy
 

@@ -5,7 +5,8 @@ from .engine import Engine
 from .errors import ErrorKind, OracleError, classify
 from .ops import OPS, OpSpec
 from .releases import NEWEST, Release
-from .tensor import OTensor, Storage, VersionCounter
+from .storage import Storage, VersionCounter
+from .tensor import OTensor
 from .tolerances import tolerance
 
 __all__ = [

@@ -1,7 +1,7 @@
 """x.view(dtype): the same bytes read as another dtype. The model keeps a
 storage's values in their compute dtype (float64 for float32...), so a tensor
 whose dtype differs from its storage's (other than the exact pairs complex64 /
-float32 and complex128 / float64, which oracle.tensor.reinterpret reads) goes
+float32 and complex128 / float64, which oracle.storage.reinterpret reads) goes
 through the storage's true bytes: NumPy's `ndarray.view`, with bfloat16 (no
 NumPy dtype) as the high half of a float32's bits."""
 

@@ -16,10 +16,12 @@ from .dtype_views import DtypeViews
 from .dtypes import DTYPES, differentiable, kind, op_values, round_to
 from .errors import ErrorKind, OracleError
 from .functions import FunctionOps
-from .graph import Node, Saved, copy_slices, run_backward
+from .graph import run_backward
+from .nodes import Node, Saved, copy_slices, flat_index
 from .ops import OPS, OpSpec, clamp_bwd_strict, matmul_layout, out_dtype
 from .releases import NEWEST, Release
-from .tensor import OTensor, VersionCounter, new_tensor
+from .storage import VersionCounter
+from .tensor import OTensor, new_tensor
 
 
 def _geom(t: OTensor) -> tuple:
@@ -32,7 +34,7 @@ def _shares_elements(t: OTensor) -> bool:
         return True
     if geo.is_dense(t.shape, t.strides):
         return False
-    mine = graph.flat_index(t.offset, t.shape, t.strides)
+    mine = flat_index(t.offset, t.shape, t.strides)
     return np.unique(mine).size < mine.size
 
 
@@ -369,8 +371,8 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         if status == "partial":
             raise OracleError(ErrorKind.PARTIAL_OVERLAP)
         if status == "too_hard" and src.storage is t.storage and _geom(src) != _geom(t):
-            mine = graph.flat_index(t.offset, t.shape, t.strides)
-            if np.intersect1d(mine, graph.flat_index(src.offset, src.shape, src.strides)).size:
+            mine = flat_index(t.offset, t.shape, t.strides)
+            if np.intersect1d(mine, flat_index(src.offset, src.shape, src.strides)).size:
                 self.undefined = "the written tensor overlaps an input unchecked by torch"
 
     def _write(self, t: OTensor, values: np.ndarray) -> None:

@@ -32,7 +32,7 @@ import numpy as np
 from . import geometry as geo
 from .dtypes import op_values, round_to
 from .errors import ErrorKind, OracleError
-from .graph import Node, Saved
+from .nodes import Node, Saved
 from .ops import OPS, OpSpec
 from .tensor import OTensor, new_tensor
 

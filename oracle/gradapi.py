@@ -24,6 +24,7 @@ import numpy as np
 
 from .dtypes import round_to
 from .errors import ErrorKind, OracleError
+from .nodes import Node, Saved
 
 # A hook: (what it does to the gradient, its constant). Rows: name -> (torch
 # template, params, kind). The templates are what the differential runs and
@@ -205,8 +206,6 @@ def double_node(node: object, out: object, inp: object, v: object, d: object) ->
     tanh, sigmoid) its edge is op's own node (the gradient with respect to the
     result goes there; that node runs once, whichever way it is reached, and
     is freed as any node is)."""
-    from .graph import Node, Saved
-
     edges = getattr(node, "edges", ())
     if node is None or node.name not in SECOND or len(edges) != 1 or edges[0] is not inp.edge():
         raise NotModelled("create_graph through anything but one op of oracle.gradapi.SECOND")

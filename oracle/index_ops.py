@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import sum_to
+from .nodes import sum_to
 
 
 def _rows(index: list, dim: int, ndim: int) -> tuple:

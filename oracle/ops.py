@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import complex_views, index_ops, view_ops, views, write_ops
+from . import complex_views, gradapi, index_ops, view_ops, views, write_rows
 from .dtypes import REAL_OF, kind, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import (
@@ -25,6 +25,7 @@ from .geometry import (
     numel,
     view_strides,
 )
+from .nodes import sum_to
 
 ALL, FC = ("float", "complex", "int", "bool"), ("float", "complex")
 FCI, FI = ("float", "complex", "int"), ("float", "int")
@@ -169,12 +170,6 @@ def _sgn(x: np.ndarray) -> np.ndarray:
     return np.where(mag == 0, 0, x / np.where(mag == 0, 1, mag))
 
 
-def _sum_to(g: np.ndarray, shape: tuple) -> np.ndarray:
-    from .graph import sum_to
-
-    return sum_to(g, shape)
-
-
 def _matmul_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
     (sa, sb), out = shapes, [None, None]
     if len(sa) == len(sb) == 1:  # dot: torch multiplies elementwise
@@ -190,10 +185,10 @@ def _matmul_grads(g: np.ndarray, sv: dict, needs: list, sa: tuple, sb: tuple, ou
     g = g[..., None] if len(sb) == 1 else g
     if needs[0]:
         b = sv["other"][:, None] if len(sb) == 1 else sv["other"]
-        out[0] = _sum_to(g @ C(np.swapaxes(b, -1, -2)), (1,) * (len(sa) == 1) + sa).reshape(sa)
+        out[0] = sum_to(g @ C(np.swapaxes(b, -1, -2)), (1,) * (len(sa) == 1) + sa).reshape(sa)
     if needs[1]:
         a = sv["self"][None, :] if len(sa) == 1 else sv["self"]
-        out[1] = _sum_to(C(np.swapaxes(a, -1, -2)) @ g, sb + (1,) * (len(sb) == 1)).reshape(sb)
+        out[1] = sum_to(C(np.swapaxes(a, -1, -2)) @ g, sb + (1,) * (len(sb) == 1)).reshape(sb)
     return out
 
 
@@ -708,8 +703,8 @@ for _n, (_tpl, _p, _f, _b, _arity) in index_ops.ROWS.items():
         bwd=lambda g, sv, p, n, s, b=_b: list(b(g, p, s[-1]))[: len(s)],
     )
 
-# out=, resize_, set_, _foreach_ (write_ops): rows of their own, run by write_ops.run
-for _n, _kw in write_ops.ROWS.items():
+# out=, resize_, set_, _foreach_ (write_rows): rows of their own, run by write_ops.run
+for _n, _kw in write_rows.ROWS.items():
     _row(_n, **_kw)
 
 # torch.autograd.grad: the gradient is returned, nothing accumulates (None where the
@@ -737,7 +732,6 @@ _row(
 )
 
 # --- the gradient APIs (oracle.gradapi): tensor hooks, post-accumulate-grad hooks ---
-from . import gradapi  # noqa: E402  (rows at the end: one anchor in this file)
 
 # Tensor.register_hook with a hook that scales or shifts the gradient, returns
 # None, or is removed at once (bound to the tensor's grad_fn now);

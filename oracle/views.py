@@ -13,6 +13,7 @@ import numpy as np
 
 from .errors import ErrorKind, OracleError
 from .geometry import Shape, expand_geometry, numel, view_strides
+from .nodes import sum_to
 
 Geom = tuple[Shape, Shape, int, Callable[[np.ndarray, Shape], np.ndarray]]
 INDEX, SHAPE = ErrorKind.INDEX_OUT_OF_RANGE, ErrorKind.INVALID_SHAPE
@@ -163,8 +164,6 @@ def reshape(shape: Shape, strides: Shape, offset: int, target: tuple) -> Geom:
 
 
 def expand(shape: Shape, strides: Shape, offset: int, target: tuple) -> Geom:
-    from .graph import sum_to
-
     res = expand_geometry(shape, strides, tuple(target))
     if isinstance(res, str):
         raise OracleError(ErrorKind.NOT_BROADCASTABLE, res)

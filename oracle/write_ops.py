@@ -49,87 +49,17 @@ import numpy as np
 from . import geometry as geo
 from .dtypes import kind, op_values, round_to
 from .errors import ErrorKind, OracleError
+from .nodes import flat_index
+from .ops import OPS, OpSpec, out_dtype
+from .write_rows import FOREACH, OUT_OPS, SAME_DTYPE, can_cast
 
 if TYPE_CHECKING:
     from .engine import Engine
-    from .ops import OpSpec
     from .tensor import OTensor
-
-# name: (the out-of-place row it computes, its tensor inputs); t0 is `out`
-OUT_OPS = {
-    "add_out": ("add", 2),
-    "mul_out": ("mul", 2),
-    "exp_out": ("exp", 1),
-    "neg_out": ("neg", 1),
-}
-
-# ops whose kernel checks that every operand has the same dtype (no cast into out)
-SAME_DTYPE = ("neg",)
-
-_TEMPLATES = {
-    "add_out": "torch.add({t1}, {t2}, out={t0})",
-    "mul_out": "torch.mul({t1}, {t2}, out={t0})",
-    "exp_out": "torch.exp({t1}, out={t0})",
-    "neg_out": "torch.neg({t1}, out={t0})",
-}
-
-# name: the table row's keyword arguments (oracle/ops.py adds them)
-ROWS: dict[str, dict] = {
-    name: dict(
-        arity=1 + arity,
-        params=(),
-        torch=_TEMPLATES[name],
-        impl="writes",
-        inplace=True,  # out's version goes up once
-        cross_dtype=True,  # out may have another dtype than the inputs
-        overlap_check=True,
-    )
-    for name, (_, arity) in OUT_OPS.items()
-}
-ROWS["resize_"] = dict(
-    arity=1,
-    params=("size",),
-    torch="{t0}.resize_({p0})",
-    impl="writes",
-    inplace=True,
-    param_kinds=("custom",),
-)
-ROWS["set_"] = dict(arity=2, params=(), torch="{t0}.set_({t1})", impl="writes", inplace=True)
-
-# name: the in-place row each tensor is written with; t0, t1 are written
-FOREACH = {
-    "foreach_add_s_": "add_s_",
-    "foreach_mul_s_": "mul_s_",
-    "foreach_add_l_": "add_",
-    "foreach_mul_l_": "mul_",
-}
-for _name, _each in FOREACH.items():
-    _op = _name.split("_")[1]
-    _scalar = _name.endswith("_s_")
-    ROWS[_name] = dict(
-        arity=2 if _scalar else 4,
-        params=("other",) if _scalar else (),
-        torch=f"torch._foreach_{_op}_([{{t0}}, {{t1}}], "
-        + ("{p0})" if _scalar else "[{t2}, {t3}])"),
-        impl="writes",
-        inplace=True,
-        returns=False,
-        dtypes=("float", "complex", "int"),
-        param_kinds=("scalar",) if _scalar else (),
-    )
-
-_RANK = {"bool": 0, "int": 1, "float": 2, "complex": 3}
-
-
-def can_cast(src: str, dst: str) -> bool:
-    """torch.can_cast: a value of dtype src may be stored in dst (no lower kind)."""
-    return _RANK[kind(src)] <= _RANK[kind(dst)]
 
 
 def input_kinds(name: str) -> tuple[str, ...]:
     """The dtype kinds an out= row's inputs may have (those of the op it computes)."""
-    from .ops import OPS
-
     return OPS[OUT_OPS[name][0]].dtypes
 
 
@@ -147,8 +77,6 @@ def run(engine: Engine, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:
 
 
 def _out(engine: Engine, spec: OpSpec, ts: list, p: tuple) -> OTensor:
-    from .ops import OPS, out_dtype
-
     out, inputs = ts[0], ts[1:]
     base = OPS[OUT_OPS[spec.name][0]]
     if any(kind(x.dtype) not in base.dtypes for x in inputs):
@@ -235,8 +163,6 @@ def _set_(engine: Engine, t: OTensor, src: OTensor) -> OTensor:
 
 def _share_elements(a: OTensor, b: OTensor) -> bool:
     """a and b hold an element of the same memory (another dtype's view: any)."""
-    from .graph import flat_index
-
     if a is b:
         return True
     if a.storage is not b.storage:
@@ -248,8 +174,6 @@ def _share_elements(a: OTensor, b: OTensor) -> bool:
 
 
 def _foreach(engine: Engine, spec: OpSpec, ts: list, p: tuple) -> None:
-    from .ops import OPS
-
     each = FOREACH[spec.name]
     pairs = [[t] for t in ts[:2]] if p else [[ts[0], ts[2]], [ts[1], ts[3]]]
     # the scalar overloads keep the scalar in the node (MulBackward1), where

@@ -8,7 +8,7 @@ import torch
 
 from conformance.check import close
 from conformance.summing import summed_tolerance
-from oracle.graph import sum_to
+from oracle.nodes import sum_to
 from strategies.layouts import Layout, ViewStep
 from strategies.tensors import build_case
 

@@ -152,6 +152,12 @@ class Facts:
         self.step = self.steps[d.step]
         self.origins = run.origins
 
+    def fails_again(self, steps: list[Step]) -> bool:
+        """Whether `steps`, a variant of the chain up to the failing step, fail
+        there the same way."""
+        run, found = execute(Program(steps, render=self.run.program.render), exhaustive=True)
+        return found is not None and found.step == self.d.step and same_failure(self.d)(run, found)
+
     # -- lineage --------------------------------------------------------
     def chain(self, i: int) -> list[int]:
         """i, its first operand, that one's first operand... up to a leaf."""
@@ -420,13 +426,6 @@ def _raise(f: Facts) -> str:
     return "ops.values"
 
 
-def _fails_again(f: Facts, steps: list[Step]) -> bool:
-    """Whether `steps`, a variant of the chain up to the failing step, fail
-    there the same way."""
-    run, found = execute(Program(steps, render=f.run.program.render), exhaustive=True)
-    return found is not None and found.step == f.d.step and same_failure(f.d)(run, found)
-
-
 def _fails_writing_directly(f: Facts) -> bool:
     """Whether torch still misses the modified saved tensor when every write
     through a detach() alias is made instead on the alias's source, under
@@ -441,7 +440,7 @@ def _fails_writing_directly(f: Facts) -> bool:
             return False  # through a view of the alias: no direct equivalent, so no verdict
         source = f.origins[target].parents[0]
         steps[number] = replace(step, tensors=(source, *step.tensors[1:]), no_grad=True)
-    return _fails_again(f, steps)
+    return f.fails_again(steps)
 
 
 def _fails_in_grad_mode(f: Facts) -> bool:
@@ -449,7 +448,7 @@ def _fails_in_grad_mode(f: Facts) -> bool:
     mode: if so, the fault is not no_grad's."""
     steps = list(f.steps[: f.d.step + 1])
     steps[-1] = replace(steps[-1], no_grad=False)
-    return _fails_again(f, steps)
+    return f.fails_again(steps)
 
 
 def _mode_at_fault(f: Facts) -> bool:
@@ -457,7 +456,7 @@ def _mode_at_fault(f: Facts) -> bool:
     set_grad_enabled, passes once it runs under plain no_grad or grad mode."""
     steps = list(f.steps[: f.d.step + 1])
     steps[-1] = replace(steps[-1], mode="")
-    return not _fails_again(f, steps)
+    return not f.fails_again(steps)
 
 
 def _values(f: Facts, i: int) -> str:

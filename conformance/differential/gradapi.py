@@ -280,8 +280,6 @@ def _retained_rule(f) -> str | None:
 
 
 def _hooks_rule(f) -> str | None:
-    from conformance.differential.attribution import _fails_again
-
     if f.d.kind not in ("grad", "values", "raise"):
         return None
     steps = list(f.steps[: f.d.step + 1])
@@ -295,9 +293,9 @@ def _hooks_rule(f) -> str | None:
     def variant(neutral: set[int]) -> list[Step]:
         return [_neutral(s) if n in neutral else s for n, s in enumerate(steps)]
 
-    if _fails_again(f, variant(set(hooks) | set(posts))):
+    if f.fails_again(variant(set(hooks) | set(posts))):
         return None
-    if posts and (not hooks or _fails_again(f, variant(set(hooks)))):
+    if posts and (not hooks or f.fails_again(variant(set(hooks)))):
         return "grad.post_accumulate_hook"
     # one value hook per tensor, the others made harmless (a removed one too):
     # if it still fails, a single hook's result was lost; else their order was
@@ -306,7 +304,7 @@ def _hooks_rule(f) -> str | None:
         if steps[n].op in _VALUE_HOOKS:
             first.setdefault(steps[n].tensors[0], n)
     extra = {n for n in hooks if n not in first.values()}
-    if extra and not _fails_again(f, variant(extra | set(posts))):
+    if extra and not f.fails_again(variant(extra | set(posts))):
         return "grad.hooks_run_in_order"
     return "grad.hook_replaces_gradient"
 
@@ -323,8 +321,6 @@ def _node_neutral(step: Step) -> Step:
 def _node_hooks_rule(f) -> str | None:
     """Node hooks matter to the discrepancy (with all of them made harmless it
     passes): the post hooks' rule where they matter alone, else the pre-hooks'."""
-    from conformance.differential.attribution import _fails_again
-
     if f.d.kind not in ("grad", "values", "raise"):
         return None
     steps = list(f.steps[: f.d.step + 1])
@@ -338,8 +334,8 @@ def _node_hooks_rule(f) -> str | None:
     def variant(neutral: set[int]) -> list[Step]:
         return [_node_neutral(s) if n in neutral else s for n, s in enumerate(steps)]
 
-    if _fails_again(f, variant(pres | posts)):
+    if f.fails_again(variant(pres | posts)):
         return None
-    if posts and (not pres or _fails_again(f, variant(pres))):
+    if posts and (not pres or f.fails_again(variant(pres))):
         return "grad.node_hook_replaces_grad_inputs"
     return "grad.node_prehook_replaces_grad_outputs"

@@ -13,7 +13,7 @@ RESIZE_WARNING = "An output with one or more elements was resized"
 
 
 def is_write(op: str) -> bool:
-    """An out=, resize_, set_ or _foreach_ row (oracle.write_ops); not a leaf,
+    """An out=, resize_, set_ or _foreach_ row (oracle.write_rows); not a leaf,
     nor a compiled program's own steps (graph_break, "aliased inputs")."""
     spec = OPS.get(op)
     return spec is not None and spec.impl == "writes"

@@ -25,7 +25,8 @@ from conformance.differential.growth import (
     _pick,
 )
 from oracle.dtypes import kind
-from oracle.write_ops import FOREACH, OUT_OPS, input_kinds
+from oracle.write_ops import input_kinds
+from oracle.write_rows import FOREACH, OUT_OPS
 from strategies.dtypes import DTYPES
 from strategies.programs import Step, broadcastable_to, leaf_shape
 

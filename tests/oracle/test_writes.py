@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from oracle import Engine, ErrorKind
-from oracle.write_ops import can_cast
+from oracle.write_rows import can_cast
 
 from .helpers import raises
 
