@@ -16,6 +16,7 @@ import torch
 
 from conformance.invariants import INVARIANTS
 from oracle.dtypes import round_to
+from oracle.errors import classify
 from oracle.tolerances import TABLE as TOLERANCE_TABLE
 from oracle.tolerances import tolerance
 from strategies.dtypes import DTYPES
@@ -49,61 +50,12 @@ def expect(invariant: str, condition: object, message: str) -> None:
         raise InvariantViolation(invariant, message)
 
 
-# Error classes and the stable substrings torch's messages contain. The most
-# specific class comes first: a view-of-leaf message contains the leaf one.
-ERROR_CLASSES: dict[str, tuple[str, ...]] = {
-    # (before DTYPE_CANNOT_REQUIRE_GRAD, whose "complex dtype" it contains)
-    "NOT_COMPLEX": ("is not implemented for tensors with non-complex dtypes",),
-    "INPLACE_ON_LEAF_VIEW": ("a view of a leaf Variable that requires grad",),
-    "INPLACE_ON_LEAF": ("a leaf Variable that requires grad",),
-    "NO_GRAD_VIEW_INPLACE": ("created in no_grad mode",),
-    "SAVED_TENSOR_MODIFIED": ("modified by an inplace operation",),
-    "BACKWARD_TWICE": ("backward through the graph a second time",),
-    "DTYPE_CANNOT_REQUIRE_GRAD": ("floating point", "complex dtype"),
-    "NO_GRAD_FN": ("does not require grad and does not have a grad_fn",),
-    "NONSCALAR_BACKWARD": ("grad can be implicitly created only for",),
-    "OVERLAPPING_WRITE": ("more than one element of the written-to tensor",),
-    "NOT_BROADCASTABLE": ("must match the size", "doesn't match the broadcast shape"),
-    "SHAPE_MISMATCH": ("cannot be multiplied",),
-    "VIEW_INCOMPATIBLE": ("view size is not compatible",),
-    "NONLEAF_REQUIRES_GRAD": ("only change requires_grad flags of leaf variables",),
-    "DETACH_VIEW_INPLACE": ("Can't detach views in-place",),
-    "INFERENCE_VERSION": ("Inference tensors do not track version counter",),
-    "INFERENCE_SAVED": ("Inference tensors cannot be saved for backward",),
-    "INFERENCE_INPLACE": ("Inplace update to inference tensor outside InferenceMode",),
-    "INFERENCE_VIEW_INPLACE": ("created in inference mode",),
-    "MULTI_OUTPUT_VIEW_INPLACE": ("returns multiple views",),
-    "INPUT_NO_GRAD": ("One of the differentiated Tensors does not require grad",),
-    "CUSTOM_FUNCTION_VIEW": ("This view was created inside a custom Function",),
-    "GRAD_ASSIGN_MISMATCH": ("attempting to assign a gradient", "assigned grad has data of a"),
-    "OUT_AUTOGRAD": ("arguments don't support automatic differentiation",),
-    "OUT_CAST": ("can't be cast to the desired output type",),
-    "OUT_DTYPE": ("Found dtype",),
-    "RESIZE_REQUIRES_GRAD": ("cannot resize variables that require grad",),
-    "MUTABLE_LIST_BIT": ("fallback doesn't currently support mutable TensorLists",),
-    "UNRESOLVED_CONJ": ("doesn't work on unresolved conjugated tensors",),
-    "DTYPE_VIEW_LAYOUT": ("(different element sizes)",),
-    "COMPLEX_LAYOUT": (
-        "Tensor must have a last dimension",
-        "Tensor must have a stride divisible by 2",
-        "Tensor must have a storage_offset divisible by 2",
-        "Input tensor must have one or more dimensions",
-    ),
-    "HOOK_NO_GRAD": ("cannot register a hook on a tensor that doesn't require gradient",),
-    "POST_HOOK_NON_LEAF": ("post accumulate grad hooks cannot be registered on non-leaf",),
-    "NO_NODE": ("'NoneType' object has no attribute",),
-}
-
-
 def error_class(error: BaseException) -> str | None:
     """The class of a torch error, or None for an error of no known class."""
     if not isinstance(error, RuntimeError):
         return None
-    text = str(error)
-    for name, substrings in ERROR_CLASSES.items():
-        if any(s in text for s in substrings):
-            return name
-    return None
+    kind = classify(str(error))  # (the oracle's table: one list of classes and their messages)
+    return None if kind is None else kind.name
 
 
 def expect_raises(
