@@ -19,8 +19,9 @@ from conformance.check import (
 from conformance.harness import Example
 from conformance.saving import draw_scenario
 from conformance.writes import writes_for
+from oracle.dtypes import round_to
 from oracle.tolerances import summed_atol
-from strategies.dtypes import elements, round_to, small_elements
+from strategies.dtypes import elements, small_elements
 from strategies.layouts import WRITABLE_LAYOUTS
 from strategies.tensors import DTYPE_NAMES, to_numpy
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from conformance.check import attributed_to, expect, expect_no_raise, expect_raises, expect_values
 from conformance.differential.functions import namespace
 from conformance.harness import Example
-from strategies.dtypes import round_to
+from oracle.dtypes import round_to
 from strategies.layouts import WRITABLE_LAYOUTS
 
 FN = namespace()

@@ -20,7 +20,8 @@ from conformance.check import (
 )
 from conformance.harness import Example
 from conformance.saving import draw_scenario
-from strategies.dtypes import DTYPES, round_to
+from oracle.dtypes import round_to
+from strategies.dtypes import DTYPES
 from strategies.tensors import GRAD_ROLES, to_numpy
 
 

@@ -13,7 +13,8 @@ from hypothesis.extra import numpy as hnp
 
 from conformance.check import attributed_to, expect, expect_raises, expect_values
 from conformance.harness import Example
-from strategies.dtypes import DTYPES, elements, round_to
+from oracle.dtypes import round_to
+from strategies.dtypes import DTYPES, elements
 from strategies.tensors import GRAD_ROLES
 
 _CHAINS = (  # y from x, and dy/dx as a factor of the incoming gradient

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from conformance.check import attributed_to, expect, expect_raises, expect_values
 from conformance.harness import Example
+from oracle.dtypes import round_to
 from oracle.gradapi import FACTORS, TERMS
-from strategies.dtypes import arrays, round_to
+from strategies.dtypes import arrays
 from strategies.tensors import TORCH_DTYPES
 
 _HOOKS = {  # kind -> (the hook, its effect on a numpy gradient of dtype d)

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from conformance.check import attributed_to, expect, expect_raises, expect_values
 from conformance.harness import Example
 from conformance.writes import writes_for
-from strategies.dtypes import elements, round_to
+from oracle.dtypes import round_to
+from strategies.dtypes import elements
 from strategies.layouts import WRITABLE_LAYOUTS
 from strategies.tensors import GRAD_ROLES, TORCH_DTYPES, to_numpy
 from strategies.views import views

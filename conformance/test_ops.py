@@ -27,7 +27,9 @@ from conformance.check import (
 )
 from conformance.harness import Example
 from conformance.writes import bumps_for
-from strategies.dtypes import DTYPES, UNIT_ROUNDOFF, elements, round_to, small_elements
+from oracle.dtypes import round_to
+from oracle.tolerances import EPS
+from strategies.dtypes import DTYPES, elements, small_elements
 from strategies.layouts import WRITABLE_LAYOUTS
 from strategies.tensors import GRAD_ROLES, to_numpy
 
@@ -231,7 +233,7 @@ def test_gradients_follow_each_ops_formula(device, data):
         # its error is a few units of the size of its terms, not of its value
         rtol, atol = TOLERANCES[x.dtype]
         terms = np.max(np.abs(grad), initial=0) * max(1.0, np.max(np.abs(x.values), initial=0)) ** 2
-        tolerance = (rtol, atol + 16 * UNIT_ROUNDOFF[x.dtype] * terms)
+        tolerance = (rtol, atol + 8 * EPS[x.dtype] * terms)
         got = to_numpy(x.root.grad)
         expect(
             "grad.formula",

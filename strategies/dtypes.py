@@ -55,16 +55,6 @@ DTYPES: dict[str, DtypeInfo] = {
     )
 }
 
-# Unit roundoff (half an ulp at 1) of the floating dtypes.
-UNIT_ROUNDOFF: dict[str, float] = {
-    "bfloat16": 2.0**-8,
-    "float16": 2.0**-11,
-    "float32": 2.0**-24,
-    "complex64": 2.0**-24,
-    "float64": 2.0**-53,
-    "complex128": 2.0**-53,
-}
-
 # The largest finite value of the floating dtypes (of each part, for complex).
 LARGEST_FINITE: dict[str, float] = {
     "bfloat16": 3.3895313892515355e38,
@@ -146,32 +136,6 @@ def elements(dtype: str) -> st.SearchStrategy:
 def nonzero_elements(dtype: str) -> st.SearchStrategy:
     """Like `elements`, never zero: for divisors and values that must differ."""
     return elements(dtype).filter(lambda v: v != 0)
-
-
-def _round_bfloat16(values: np.ndarray) -> np.ndarray:
-    """Round float64 values to the nearest bfloat16 (ties to even), as float64."""
-    # uint64 constants, never Python ints: NumPy 1.x casts a 0-d uint64 array
-    # with a Python int to float64 (value-based casting), and floats do not shift
-    flat = np.atleast_1d(np.asarray(values, dtype=np.float32))
-    bits = flat.view(np.uint32).astype(np.uint64)
-    one, half_ulp, high = np.uint64(1), np.uint64(0x7FFF), np.uint64(0xFFFF0000)
-    rounded = (bits + half_ulp + ((bits >> np.uint64(16)) & one)) & high
-    out = rounded.astype(np.uint32).view(np.float32).astype(np.float64).reshape(np.shape(values))
-    return np.where(np.isnan(values), values, out)
-
-
-def round_to(values: np.ndarray, dtype: str) -> np.ndarray:
-    """What `values` (in the compute dtype) become when stored as `dtype`."""
-    values = np.asarray(values)
-    if dtype == "bfloat16":
-        return _round_bfloat16(values.real if np.iscomplexobj(values) else values)
-    if dtype in ("float16", "float32", "complex64"):
-        narrow = {"float16": np.float16, "float32": np.float32, "complex64": np.complex64}[dtype]
-        with np.errstate(over="ignore"):
-            return values.astype(narrow).astype(DTYPES[dtype].compute_dtype)
-    if DTYPES[dtype].kind == "int":  # wrap around, as integer arithmetic does
-        return values.astype(np.dtype(dtype)).astype(np.int64)
-    return values.astype(DTYPES[dtype].compute_dtype)
 
 
 @cache

@@ -37,8 +37,8 @@ from conformance.differential.torch_calls import compiled
 from conformance.internal import suite_code
 from oracle import OPS, Engine, OracleError, OTensor, tolerance
 from oracle.ops import OpSpec
-from oracle.tolerances import part_atol, summed_atol
-from strategies.dtypes import LARGEST_FINITE, UNIT_ROUNDOFF
+from oracle.tolerances import EPS, part_atol, summed_atol
+from strategies.dtypes import LARGEST_FINITE
 from strategies.programs import Leaf, Program, Step
 from strategies.tensors import leaf_tensor
 
@@ -642,7 +642,7 @@ def _equal_nan(a: np.ndarray, b: np.ndarray) -> bool:
 # once: a gradient that cancels (x * c / x) keeps a residue of a few units of
 # the size of its terms, not of its result, and a float64 leaf fed through a
 # bfloat16 copy carries bfloat16 errors.
-_UNIT = {dtype: 2 * roundoff for dtype, roundoff in UNIT_ROUNDOFF.items()}
+_UNIT = EPS  # (2**(1 - precision): twice the unit roundoff)
 _SCALE_CAP = 1e3  # beyond that, overflowing chains: their gradients are compared at the cap
 
 
