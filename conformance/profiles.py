@@ -31,7 +31,7 @@ SHARED_DB_VARIABLE = "CONFORMANCE_GITHUB_DB"
 def example_database() -> ExampleDatabase:
     """The local example database, plus, when CONFORMANCE_GITHUB_DB names a
     repository (owner/name), the failures CI stored there, read-only: they
-    are replayed first here too. See the README, "Sharing failures"."""
+    are replayed first here too. See docs/matrix.md, "Sharing failures"."""
     local = DirectoryBasedExampleDatabase(".hypothesis/examples")
     shared = os.environ.get(SHARED_DB_VARIABLE, "")
     if "/" not in shared:

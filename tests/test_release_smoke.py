@@ -41,17 +41,20 @@ def test_a_row_says_every_count_and_the_tests_that_did_not_finish():
     )
 
 
-def test_the_table_goes_between_the_readme_markers_and_nowhere_else(tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# t\n\nbefore\n{smoke.BEGIN}\nold\n{smoke.END}\nafter\n")
+def test_the_table_goes_between_the_markers_and_nowhere_else(tmp_path):
+    target = tmp_path / "releases.md"
+    target.write_text(f"# t\n\nbefore\n{smoke.BEGIN}\nold\n{smoke.END}\nafter\n")
     text = smoke.table([_result(), _result(seed=1, exit_status=1)])
-    smoke.write_readme(text, readme)
-    page = readme.read_text()
+    smoke.write_table(text, target)
+    page = target.read_text()
     assert page.startswith("# t\n\nbefore\n") and page.endswith(f"{smoke.END}\nafter\n")
     assert "old" not in page and "| 2.0.1 | 2.0.1+cu117 | 1 | 1 |" in page
     assert "commit " in page and "Measured by `python tools/release_smoke.py` on " in page
-    # the project's README has the markers the smoke writes between
-    assert smoke.BEGIN in (ROOT / "README.md").read_text()
+    # docs/releases.md has the markers the smoke writes between
+    assert smoke.TABLE_PAGE == ROOT / "docs" / "releases.md"
+    page = smoke.TABLE_PAGE.read_text()
+    assert smoke.BEGIN in page and smoke.END in page
+    assert smoke._parse(["--write-table"]).write_table and smoke._parse(["--readme"]).write_table
 
 
 def test_an_unknown_leg_or_a_bad_seed_is_one_line_and_exit_2(capsys):

@@ -4,12 +4,13 @@ checkout, seed by seed; exit 0 only when every run exits 0.
 
     python tools/release_smoke.py                           # every leg, seeds 0, 1, 2
     python tools/release_smoke.py --legs 2.0.1,2.4.1-numpy1 --seeds 0
-    python tools/release_smoke.py --readme                  # and rewrite README's table
+    python tools/release_smoke.py --write-table             # and rewrite docs/releases.md's table
 
 A leg's environment is made once (`--venvs`, by default
 ~/.cache/torch-conformance/venvs) and reused while it holds the leg's torch
 and NumPy; pip's own cache serves the wheels again. The table printed at the
-end (and, with --readme, put into README.md between its markers) has one
+end (and, with --write-table, put into docs/releases.md between its markers,
+under "The release smoke") has one
 row per leg and seed, with the date and the commit it was measured on.
 """
 
@@ -27,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+TABLE_PAGE = ROOT / "docs" / "releases.md"
 BEGIN, END = "<!-- release-smoke: begin -->", "<!-- release-smoke: end -->"
 
 
@@ -164,14 +165,14 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def write_readme(text: str, readme: Path = README) -> None:
-    """Put the table between README's markers."""
-    page = readme.read_text()
+def write_table(text: str, page_path: Path = TABLE_PAGE) -> None:
+    """Put the table between the markers of docs/releases.md (or of page_path)."""
+    page = page_path.read_text()
     head, begin, rest = page.partition(BEGIN)
     _, end, tail = rest.partition(END)
     if not begin or not end:
-        raise SystemExit(f"{readme} has no {BEGIN} ... {END} markers")
-    readme.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+        raise SystemExit(f"{page_path} has no {BEGIN} ... {END} markers")
+    page_path.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -185,7 +186,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         / "torch-conformance" / "venvs",
         help="where each leg's environment is kept (outside the checkout)",
     )  # fmt: skip
-    parser.add_argument("--readme", action="store_true", help="rewrite README.md's table")
+    parser.add_argument(
+        "--write-table",
+        "--readme",  # its name while the table was in README.md
+        dest="write_table",
+        action="store_true",
+        help="rewrite the table in docs/releases.md",
+    )
     args = parser.parse_args(argv)
     unknown = [name for name in args.legs.split(",") if name not in LEGS]
     if unknown:
@@ -210,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(run(leg, venv, seed, Path(out)))
     text = table(results)
     print(text)
-    if args.readme:
-        write_readme(text)
+    if args.write_table:
+        write_table(text)
     failed = [f"{r.leg} seed {r.seed} (exit {r.exit_status})" for r in results if r.exit_status]
     if failed:
         print(f"release smoke failed: {', '.join(failed)}", file=sys.stderr)
