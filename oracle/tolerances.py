@@ -17,7 +17,7 @@ partial sum, and cancellation leaves a residue of a few epsilons of the
 terms' magnitude (`summed_atol`); a float read out of complex memory (`.imag`
 of z / z) is exact to the complex number, not to its part (`part_atol`).
 Gradients take the same absolute part for the products their formulas sum
-(conformance.differential.lockstep.grad_tolerance).
+(conformance.differential.tolerated.grad_tolerance).
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from conformance.differential.listing import listing
-from conformance.differential.lockstep import cancelled_atol, execute
+from conformance.differential.lockstep import execute
 from conformance.differential.minimize import well_formed, without
+from conformance.differential.tolerated import cancelled_atol
 from strategies.programs import Leaf, Program, Step
 
 

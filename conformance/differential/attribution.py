@@ -19,10 +19,11 @@ import numpy as np
 from conformance.differential import grad_argument, gradapi, writes
 from conformance.differential.function_rules import function_rule
 from conformance.differential.index_params import INDEX_WRITES
-from conformance.differential.lockstep import Discrepancy, Run, execute
+from conformance.differential.lockstep import execute
 from conformance.differential.minimize import same_failure
 from conformance.differential.modes import GRAD_MODE_RULES
 from conformance.differential.observe import RAISES
+from conformance.differential.run import Discrepancy, Run
 from oracle import OPS
 from strategies.dtypes import GRAD_DTYPES as GRADED
 from strategies.programs import Program, Step

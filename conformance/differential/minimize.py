@@ -17,7 +17,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from conformance.differential.lockstep import Discrepancy, Run, execute
+from conformance.differential.lockstep import execute
+from conformance.differential.run import Discrepancy, Run
 from strategies.programs import Program, Step
 
 # A failing build may fail in many chains of the differential at once; each
