@@ -21,14 +21,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.invariants import CATALOGUE
+from conformance.results import (  # the statuses are the report's, too
+    CRASHED,
+    HELD,
+    HUNG,
+    INTERNAL,
+    NOT_APPLICABLE,
+    NOT_RUN,
+    SKIPPED,
+    UNFINISHED,
+    VIOLATED,
+    XFAILED,
+)
 
-HELD, VIOLATED, SKIPPED, XFAILED, NOT_RUN = "held", "violated", "skipped", "xfailed", "not run"
-# A rule whose catalogue `versions` leave the build out: nothing was checked
-# (its API may not exist), so it is never held, whatever wide tests ran.
-NOT_APPLICABLE = "not applicable"
-# Tests that did not finish: their own statuses, as outcomes and as cell statuses.
-CRASHED, HUNG, INTERNAL = "crashed", "hung", "internal error"
-UNFINISHED = (CRASHED, HUNG, INTERNAL)
 # A test naming more invariants than this is wide: what it did not attribute
 # counts against the test, never against the rules it names.
 FOCUSED = 3

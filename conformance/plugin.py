@@ -6,6 +6,7 @@ Loaded by conformance/conftest.py, so `python -m conformance` and a plain
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 import shutil
@@ -24,11 +25,13 @@ from conformance import (
     harness,
     known_failures,
     not_in_build,
+    report_hooks,
     repro_check,
     watch,
 )
 from conformance.check import InvariantViolation
 from conformance.compiled import targets as compile_targets
+from conformance.failures import crash_text, minimal_example, traceback_summary
 from conformance.internal import InternalError, internal_error_in, suite_fault
 from conformance.invariants import INVARIANTS
 from conformance.known_failures import KnownFailure
@@ -48,11 +51,13 @@ from conformance.outcomes import (
     tests_line,
     unfinished,
 )
+from conformance.report_records import Record, ReportCollector
 from conformance.schema.summary import schema_summary
 from conformance.selection import Selection, SelectionError, current, select, set_current
 from strategies.devices import build_kind
 
 __all__ = [
+    "pytest_addhooks",
     "pytest_addoption",
     "pytest_configure",
     "pytest_report_header",
@@ -77,6 +82,10 @@ __all__ = [
 # xdist controller, or the only process).
 OUTCOMES: dict[str, TestOutcome] = {}
 _CONFIG: list[pytest.Config] = []
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(report_hooks)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -176,6 +185,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.option.hypothesis_profile = selection.profile
     if selection.seed is not None:
         config.option.hypothesis_seed = str(selection.seed)
+    # The report is gathered where pytest's summary is: on an xdist worker
+    # its controller does it.
+    if not hasattr(config, "workerinput") and not config.option.collectonly:
+        collector = ReportCollector(config, record_of)
+        config.pluginmanager.register(collector, "conformance-report-collector")
 
 
 def known_failures_of(config: pytest.Config) -> list[KnownFailure]:
@@ -785,6 +799,24 @@ def _known_if_listed_crash(report: pytest.TestReport, outcome: TestOutcome) -> N
             report.outcome = "skipped"
             report.wasxfail = reason
             return
+
+
+def record_of(report: pytest.TestReport, category: str, roots: list[Path]) -> Record:
+    """The report's record of one counted test report. `roots`: folders node
+    IDs are relative to."""
+    if is_crash(report):
+        outcome = crash_outcome(report, roots)
+        return Record(outcome, category, report.when, outcome.longrepr, crashed=True)
+    outcome = outcome_from_report(report)
+    frames = ""
+    if outcome.outcome in UNFINISHED:  # its input is known: keep the outcome as it is
+        return Record(outcome, category, report.when, traceback_summary(report.longrepr))
+    if report.failed:
+        frames = traceback_summary(report.longrepr)
+        if not outcome.example:
+            example = minimal_example(crash_text(report.longrepr))
+            outcome = dataclasses.replace(outcome, example=example)
+    return Record(outcome, category, report.when, frames)
 
 
 def _context(found: dict) -> dict:

@@ -10,7 +10,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from conformance.outcomes import NOT_RUN
+from conformance.results import NOT_RUN
 from reports.files import ReportError, load
 
 
@@ -108,3 +108,9 @@ def matrix(paths: list[Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]
         for label, (path, report) in zip(labels(loaded), loaded, strict=True)
     ]
     return columns, rows([report for _, report in loaded])
+
+
+def status_of(report: dict[str, Any], invariant: str, device: str) -> str:
+    """A cell's status, "not run" where the report has none."""
+    entry = report["invariants"].get(invariant, {})
+    return entry.get("devices", {}).get(device, {}).get("status", NOT_RUN)

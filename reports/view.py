@@ -7,7 +7,7 @@ import re
 from itertools import groupby
 from typing import Any
 
-from conformance.outcomes import (
+from conformance.results import (
     CRASHED,
     HELD,
     HUNG,

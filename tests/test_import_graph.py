@@ -6,6 +6,7 @@ reports). Every import counts, one inside a function too; those under
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,3 +137,30 @@ def test_a_cycle_through_a_function_level_import_is_found(tmp_path):
     assert graph["pkg.b"] == {"pkg.a": 2}
     assert graph["pkg.c"] == {}  # (under TYPE_CHECKING: never run)
     assert cycles(graph) == [["pkg.a", "pkg.b"]]
+
+
+# The reports read the report's data model and nothing else of the suite, so
+# they can be read, and changed, without the pytest plugin.
+DATA_MODEL = "conformance.results"
+
+
+def test_reports_import_only_the_data_model_from_the_suite():
+    graph = import_graph(ROOT, LAYERS)
+    reaching = [
+        f"{a} -> {b} (line {line})"
+        for a, targets in graph.items()
+        if a.split(".")[0] == "reports"
+        for b, line in targets.items()
+        if b.split(".")[0] == "conformance" and b != DATA_MODEL
+    ]
+    assert any(b == DATA_MODEL for b in graph["reports"])  # (the rule is checked on real edges)
+    assert not reaching, reaching
+
+
+def test_the_data_model_imports_only_the_standard_library():
+    path = ROOT / "conformance" / "results.py"
+    found = _runtime_imports(ast.parse(path.read_text(), str(path)))
+    names = [a.name for n in found if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module or "" for n in found if isinstance(n, ast.ImportFrom)]
+    outside = [name for name in names if name.split(".")[0] not in sys.stdlib_module_names]
+    assert not outside, outside

@@ -6,13 +6,14 @@ import json
 
 import pytest
 
+from conformance.failures import minimal_example, traceback_summary
 from conformance.invariants import CATALOGUE
 from conformance.nodeids import device_of, invariants_of
+from conformance.plugin import record_of
+from conformance.report_records import build_report, counts, summary_line
+from conformance.results import Build, Run
 from reports import FORMAT, SCHEMA_VERSION
-from reports.collect import record_of
-from reports.failures import minimal_example, traceback_summary
 from reports.files import ReportError, dumps, load
-from reports.model import build_report, counts, summary_line
 from tests.conftest import ROOT
 from tests.report_helpers import samples
 
@@ -176,10 +177,10 @@ def _unfinished_report():
                            outcome_status="internal error"),
             samples.record("test_clone.py::test_values", ("clone.same_values",), "passed"),
         ],
-        build=samples.BUILD,
-        run=samples.RUN,
+        build=Build(**samples.BUILD),
+        run=Run.from_json(samples.RUN),
         exit_status=3,
-    )  # fmt: skip
+    ).to_json()  # fmt: skip
 
 
 def test_crashed_hung_and_internal_errors_are_counted_apart_from_violations():
@@ -242,12 +243,12 @@ def test_traceback_summary_of_plain_text_keeps_the_last_lines():
 def test_incomplete_report_says_why():
     report = build_report(
         samples.records(),
-        build=samples.BUILD,
-        run=samples.RUN,
+        build=Build(**samples.BUILD),
+        run=Run.from_json(samples.RUN),
         complete=False,
         incomplete_reason="interrupted by the user (KeyboardInterrupt)",
         collected=["a", "test_clone.py::test_new[cpu]"],
-    )
+    ).to_json()
     assert report["complete"] is False
     assert report["incomplete_reason"].startswith("interrupted")
     assert (report["collected"], report["not_run"]) == (2, ["a"])
@@ -316,8 +317,9 @@ def test_a_rule_outside_the_builds_versions_is_not_applicable_never_held():
     # a violation is still shown: something to look at, not a rule checked
     broke = samples.record("test_x.py::test_y", (newer.id,), "failed", violated=(newer.id,))
     assert table([broke.outcome], "2.0.1")[newer.id]["cpu"].status == VIOLATED
-    old = dict(samples.BUILD, torch="2.0.1+cu117")
-    report = build_report([samples.record("t.py::t", (newer.id,), "passed")], build=old, run={})
+    old = Build(**dict(samples.BUILD, torch="2.0.1+cu117"))
+    ran_on_old = samples.record("t.py::t", (newer.id,), "passed")
+    report = build_report([ran_on_old], build=old, run=Run()).to_json()
     assert report["invariants"][newer.id]["status"] == NOT_APPLICABLE
     assert (
         report["summary"]["not applicable"] >= 1 and "not applicable" in report["summary"]["text"]
@@ -332,3 +334,11 @@ def test_the_report_lists_what_the_build_lacks():
     from conformance.not_in_build import tally
 
     assert tally([outcome, other]) == {"not in this build: x.exp() for float16 on cpu": 5}
+
+
+def test_the_model_serialises_to_plain_json():
+    # What the plugin writes and what `reports` renders is the same document:
+    # no tuple or dataclass survives `to_json` to differ after a round trip.
+    document = samples.report()
+    assert json.loads(dumps(document)) == document
+    assert Run.from_json(document["run"]) == Run.from_json(json.loads(dumps(document))["run"])

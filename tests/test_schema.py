@@ -6,6 +6,7 @@ through `python -m conformance`.)"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -13,6 +14,8 @@ import torch
 
 from conformance.known_failures import SHIPPED, KnownFailure, load
 from conformance.outcomes import TestOutcome as Outcome
+from conformance.report_metadata import build_info, run_info
+from conformance.report_records import Record, build_report
 from conformance.schema.arguments import uncoverable_reason
 from conformance.schema.isolated import sweep_isolated
 from conformance.schema.operators import by_name, composite_implicit, functional_twin, select
@@ -23,8 +26,6 @@ from conformance.schema.summary import operator_table, summary_lines
 from conformance.schema.sweep import HELD, NOT_COVERED, VIOLATED, XFAILED, Sweep
 from conformance.selection import current
 from reports.html import render_report
-from reports.metadata import build_info, run_info
-from reports.model import Record, build_report
 from tests.conftest import SITE
 from tests.plants import PLANTS, SCHEMA_KERNELS, override_kernel
 
@@ -159,8 +160,10 @@ def test_operator_table_merges_shards_into_the_report_and_page():
         "1 of the build's 1696 annotated schemas" in line and "3 operators called in 2.0 s" in line
     )
     records = [Record(s, "passed", "call") for s in shards]
-    run = run_info(current(), None) | {"started": "2026-01-01T00:00:00+00:00", "duration_s": 1.0}
-    report = build_report(records, build=build_info(), run=run)
+    run = dataclasses.replace(
+        run_info(current(), None), started="2026-01-01T00:00:00+00:00", duration_s=1.0
+    )
+    report = build_report(records, build=build_info(), run=run).to_json()
     assert report["operators"]["devices"]["cpu"]["ops"]["aten::neg"]["status"] == "violated"
     page = render_report(json.loads(json.dumps(report)))
     assert 'data-operator="aten::neg" data-status="violated"' in page

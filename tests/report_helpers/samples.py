@@ -11,7 +11,8 @@ from typing import Any
 
 from conformance.invariants import CATALOGUE
 from conformance.outcomes import TestOutcome
-from reports.model import Record, build_report
+from conformance.report_records import Record, build_report
+from conformance.results import Build, Run
 
 BUILD: dict[str, Any] = {
     "torch": "2.13.0+cpu",
@@ -112,5 +113,6 @@ def records(message: str = "x.clone() differs", **failure: Any) -> list[Record]:
 
 def report(message: str = "x.clone() differs", **failure: Any) -> dict[str, Any]:
     """A whole report document, as the plugin would write it."""
-    run = dict(RUN)
-    return build_report(records(message, **failure), build=dict(BUILD), run=run, exit_status=1)
+    return build_report(
+        records(message, **failure), build=Build(**BUILD), run=Run.from_json(RUN), exit_status=1
+    ).to_json()
