@@ -17,7 +17,7 @@ _BACKWARD = ("backward", "backward_g", "autograd_grad")
 
 
 def function_rule(f) -> str | None:
-    """f: attribution.Facts."""
+    """f: facts.Facts."""
     d, op = f.d, f.step.op
     if d.kind == "raise" and "CUSTOM_FUNCTION_VIEW" in (d.expected, d.actual):
         return "function.view_output"
