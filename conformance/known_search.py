@@ -17,7 +17,7 @@ from typing import Any
 
 from conformance import harness
 from conformance.check import InvariantViolation
-from conformance.plugin import known_failure_entries
+from conformance.run_state import known_failure_entries
 
 __all__ = ["SEEN", "KnownViolations", "is_known", "keep", "reports_known_at_the_end"]
 

@@ -230,11 +230,8 @@ def main(argv: list[str]) -> int:
 
     import importlib
 
-    from hypothesis.control import BuildContext
-    from hypothesis.internal.conjecture.data import ConjectureData
-    from hypothesis.strategies._internal.core import DataObject
-
     from conformance import harness
+    from conformance.hypothesis_adapter import example_from_choices
     from conformance.selection import select, set_current
     from strategies.tensors import TensorCase
 
@@ -262,14 +259,13 @@ def main(argv: list[str]) -> int:
         from conformance.compiled.targets import parse_targets
 
         (params["target"],) = parse_targets(evidence["target"])
-    conjecture = ConjectureData.for_choices(choices)
-    data = DataObject(conjecture)
+    context, run = example_from_choices(test, choices)
     if evidence.get("hang_after"):  # the example itself, not the imports, is timed
         import faulthandler
 
         faulthandler.dump_traceback_later(evidence["hang_after"], exit=True)
-    with BuildContext(conjecture, is_final=True, wrapped_test=test), tracer:
-        test.hypothesis.inner_test(**params, data=data)
+    with context, tracer:
+        run(**params)
     return 0
 
 

@@ -23,7 +23,7 @@ from conformance.differential.lockstep import execute as lockstep
 from conformance.harness import Example
 from conformance.invariants import CATALOGUE
 from conformance.known_search import SEEN, keep, reports_known_at_the_end
-from conformance.plugin import known_failure_entries
+from conformance.run_state import known_failure_entries
 
 COMPILE_IDS = tuple(inv.id for inv in CATALOGUE if inv.family == "compile")
 EAGER_IDS = tuple(inv.id for inv in CATALOGUE if inv.family != "compile")

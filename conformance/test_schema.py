@@ -20,7 +20,7 @@ import pytest
 
 from conformance import harness
 from conformance.check import InvariantViolation
-from conformance.plugin import known_failures_of
+from conformance.run_state import known_failures_of
 from conformance.schema import operators
 from conformance.schema.isolated import sweep_isolated
 from conformance.schema.operators import name_of

@@ -131,20 +131,20 @@ def test_a_missing_kernel_a_test_did_not_probe_is_skipped_and_counted(tmp_path):
 def test_a_test_whose_every_example_lacked_a_kernel_is_skipped():
     from types import SimpleNamespace
 
-    from conformance import harness, plugin
+    from conformance import harness, runtest
 
     harness.reset_coverage()
     build.MISSING["not in this build: exp_vml_cpu for float16 on cpu"] += 2
     harness.COVERAGE.examples = harness.COVERAGE.lacking = 2
     item = SimpleNamespace(location=("conformance/test_gradapi.py", 200, "test"))
     report = SimpleNamespace(passed=True, outcome="passed", longrepr=None)
-    plugin._skipped_if_nothing_ran(item, report)
+    runtest.skipped_if_nothing_ran(item, report)
     assert report.outcome == "skipped"
     assert report.longrepr[2] == "Skipped: not in this build: exp_vml_cpu for float16 on cpu"
     # one example that ran is a check made: the test keeps its outcome
     harness.COVERAGE.examples = 3
     report = SimpleNamespace(passed=True, outcome="passed", longrepr=None)
-    plugin._skipped_if_nothing_ran(item, report)
+    runtest.skipped_if_nothing_ran(item, report)
     assert report.outcome == "passed"
     harness.reset_coverage()
 

@@ -157,11 +157,11 @@ def test_a_compiled_tests_replay_gets_its_target_back():
     import json
     from types import SimpleNamespace
 
-    from conformance import plugin
+    from conformance import run_state, runtest
     from conformance.selection import select
 
     config = SimpleNamespace(
-        stash={plugin._SELECTION: select(profile="ci", seed=3)},
+        stash={run_state.SELECTION: select(profile="ci", seed=3)},
         getoption=lambda name: None,
     )
     params = {"device": "cpu", "shard": 0, "target": targets.Target("aot_eager")}
@@ -171,6 +171,6 @@ def test_a_compiled_tests_replay_gets_its_target_back():
         module=SimpleNamespace(__name__="test_compiled"),
         obj=SimpleNamespace(__name__="test_compiled_agrees_with_eager"),
     )
-    context = json.loads(json.dumps(plugin._replay_context(item)))
+    context = json.loads(json.dumps(runtest.replay_context(item)))
     assert context["params"] == {"device": "cpu", "shard": 0}
     assert parse_targets(context["target"]) == (targets.Target("aot_eager"),)

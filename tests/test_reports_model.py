@@ -9,7 +9,7 @@ import pytest
 from conformance.failures import minimal_example, traceback_summary
 from conformance.invariants import CATALOGUE
 from conformance.nodeids import device_of, invariants_of
-from conformance.plugin import record_of
+from conformance.report_outcomes import record_of
 from conformance.report_records import build_report, counts, summary_line
 from conformance.results import Build, Run
 from reports import FORMAT, SCHEMA_VERSION
