@@ -82,6 +82,11 @@ def _parametrize_targets(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("target", params)
 
 
+def _absence(device: str) -> str | None:
+    """Why a selected device is absent, or None where it is present."""
+    return next((d.reason for d in current().devices if d.name == device and not d.present), None)
+
+
 def _declared(item: pytest.Item) -> tuple[str, ...]:
     ids: list[str] = []
     for mark in item.iter_markers("invariant"):
@@ -105,6 +110,10 @@ def select_and_mark(config: pytest.Config, items: list[pytest.Item]) -> None:
             continue
         device = item.callspec.params.get("device", "cpu") if hasattr(item, "callspec") else "cpu"
         target = item.callspec.params.get("target") if hasattr(item, "callspec") else None
+        if (absent := _absence(device)) is not None:
+            # first: pytest reports the first skip, and a test without a
+            # compile target is skipped on an absent device for the device
+            item.add_marker(pytest.mark.skip(reason=absent), append=False)
         device = compile_targets.column(device, getattr(target, "name", None))
         item.user_properties.append(("invariants", list(ids)))
         item.user_properties.append(("device", device))

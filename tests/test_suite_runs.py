@@ -79,6 +79,21 @@ def test_absent_devices_are_reported_skipped_with_reason():
     assert "SKIPPED" in run.stdout and "built without CUDA" in run.stdout
 
 
+def test_an_absent_device_is_the_reason_a_compiled_test_skips_there():
+    """Without --compile the compiled rules have no target; on an absent
+    device the device's absence is the reason given (and shown in the
+    report's cells), not the missing target."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this build has CUDA; nothing is absent")
+    run = run_suite("--invariants", "compile.outputs", "--profile", "ci", "-rs", "--workers", "0")
+    assert run.returncode == 0, run.stdout[-3000:]
+    skips = [line for line in run.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert any("built without CUDA" in line for line in skips), skips
+    assert any("no compile target" in line for line in skips), skips  # (cpu, which is present)
+
+
 # Variables by which Hypothesis decides it runs on CI, and then loads its own
 # derandomized profile as the default: a profile inheriting from that would
 # ignore --seed on CI machines.
