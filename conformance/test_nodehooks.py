@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from conformance.check import attributed_to, expect, expect_values
 from conformance.harness import Example
-from conformance.test_gradapi import _const, _grad, _leaf
+from conformance.test_hooks import _const, _grad, _leaf
 from oracle.dtypes import round_to
 
 _KINDS = st.sampled_from(["mul", "add", "none", "removed"])

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from . import geometry as geo
-from . import gradapi, graph, modes, views, write_ops
+from . import gradapi, graph, modes, view_geometry, write_ops
 from .complex_views import ComplexViews, ReinterpretingViews, byte_overlap_status
 from .dtype_views import DtypeViews
 from .dtypes import DTYPES, differentiable, kind, op_values, round_to
@@ -294,7 +294,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         t, edge = ts[0], self._edge_once(ts[0])
         if spec.name == "getitem":
             open_slices = self.release.open_slice_is_identity
-            geom = views.getitem(t.shape, t.strides, t.offset, p[0], edge, open_slices)
+            geom = view_geometry.getitem(t.shape, t.strides, t.offset, p[0], edge, open_slices)
         elif spec.name == "reshape" and not geo.is_contiguous(t.shape, t.strides):
             geom = spec.geom(t.shape, t.strides, t.offset, *p)  # infer_size before any op
         else:  # view ops record their node before the kernel checks (contiguous reshape: view)
@@ -489,8 +489,9 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         src = ts[1] if len(ts) > 1 else new_tensor(round_to(np.asarray(p[1]), t.dtype), t.dtype, ())
         edge = self._edge_once(t)
         open_slices = self.release.open_slice_is_identity
-        geom = views.getitem(t.shape, t.strides, t.offset, index, edge, open_slices)
-        identity = views.index_is_identity(t.shape, index, open_slices)  # torch hands back t
+        geom = view_geometry.getitem(t.shape, t.strides, t.offset, index, edge, open_slices)
+        # torch hands back t itself
+        identity = view_geometry.index_is_identity(t.shape, index, open_slices)
         dst = t if identity else self._view_result("getitem", t, geom, edge())
         fill = src.shape != dst.shape and not src.shape
         if src.shape != dst.shape and src.shape:  # drop leading 1-dims, expand to dst

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import complex_views, gradapi, index_ops, view_ops, views, write_rows
+from . import complex_views, gradapi, index_ops, view_geometry, view_ops, write_rows
 from .dtypes import REAL_OF, kind, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import (
@@ -49,7 +49,7 @@ class OpSpec:
     param_kinds: tuple[str, ...] = ()  # scalar index dim int shape dims bool
     fwd: Callable | None = None
     bwd: Callable | None = None
-    geom: Callable | None = None  # views: the geometry function in oracle.views
+    geom: Callable | None = None  # views: the geometry function in oracle.view_geometry
     check: Callable | None = None  # shapes, params -> result shape, or raises
     layout: str = "elementwise"  # result strides: TensorIterator's rules, or "contiguous"
     scalar_operand: bool = False  # the python scalar is a wrapped 0-d tensor operand
@@ -103,7 +103,7 @@ def _matmul_check(shapes: list, p: tuple) -> tuple:
 def _reduce_check(shapes: list, p: tuple) -> tuple:
     if not p:
         return ()
-    d = views.wrap_dim(p[0], len(shapes[0]))
+    d = view_geometry.wrap_dim(p[0], len(shapes[0]))
     return shapes[0][:d] + shapes[0][d + 1 :]
 
 
@@ -350,7 +350,7 @@ for _n, _p, _k, _tpl in [
     ("unsqueeze", ("dim",), ("dim",), "{t0}.unsqueeze({p0})"),
     ("squeeze", ("dim",), ("dim",), "{t0}.squeeze({p0})"),
 ]:
-    _row(_n, 1, _p, _tpl, "view", view=True, geom=getattr(views, _n), param_kinds=_k)
+    _row(_n, 1, _p, _tpl, "view", view=True, geom=getattr(view_geometry, _n), param_kinds=_k)
 
 # the rest of tensor_view.rst; a multi-output op is one row per call and output
 # index: `x.split(2, 0)[1]` (param kind "custom": drawn per op by the generator)
@@ -383,7 +383,8 @@ for _n, _p, _tpl, _d, _multi in [
     ("hsplit_k", ("sections", "k"), "{t0}.hsplit({p0})[{p1}]", ALL, False),
     ("vsplit_k", ("sections", "k"), "{t0}.vsplit({p0})[{p1}]", ALL, False),
 ]:
-    _geom = {"swapaxes": views.transpose, "swapdims": views.transpose, "H": view_ops.T}
+    _geom = {"swapaxes": view_geometry.transpose, "swapdims": view_geometry.transpose}
+    _geom.update(H=view_ops.T)
     _geom.update(mH=view_ops.mT, adjoint=view_ops.mT)
     _row(
         _n,
@@ -519,9 +520,11 @@ _row(
     layout="contiguous",
     param_kinds=("dim",),
     sums=True,
-    fwd=lambda xs, p, dt: xs[0].sum(views.wrap_dim(p[0], xs[0].ndim)) if xs[0].ndim else xs[0],
+    fwd=lambda xs, p, dt: (
+        xs[0].sum(view_geometry.wrap_dim(p[0], xs[0].ndim)) if xs[0].ndim else xs[0]
+    ),
     bwd=lambda g, sv, p, n, s: [
-        _expand(np.expand_dims(g, views.wrap_dim(p[0], len(s[0]))) if s[0] else g, s[0])
+        _expand(np.expand_dims(g, view_geometry.wrap_dim(p[0], len(s[0]))) if s[0] else g, s[0])
     ],
 )
 _row(

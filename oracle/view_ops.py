@@ -2,7 +2,7 @@
 the multi-output ops (unbind, split, split_with_sizes, chunk, tensor_split,
 hsplit, vsplit), one output at a time.
 
-Each function has the signature of the ones in oracle.views: the input's
+Each function has the signature of the ones in oracle.view_geometry: the input's
 (shape, strides, offset) and the op's params in, (shape, strides, offset,
 backward) out. Each is written as the NumPy expression that selects the same
 elements (`pick(a)` for an array a of the input's shape); the gradient
@@ -18,7 +18,7 @@ import numpy as np
 
 from .errors import ErrorKind, OracleError
 from .geometry import Shape, numel
-from .views import Geom, infer_shape, permute, transpose, view, wrap_dim
+from .view_geometry import Geom, infer_shape, permute, transpose, view, wrap_dim
 
 INDEX, SHAPE = ErrorKind.INDEX_OUT_OF_RANGE, ErrorKind.INVALID_SHAPE
 

@@ -136,7 +136,7 @@ def test_a_test_whose_every_example_lacked_a_kernel_is_skipped():
     harness.reset_coverage()
     build.MISSING["not in this build: exp_vml_cpu for float16 on cpu"] += 2
     harness.COVERAGE.examples = harness.COVERAGE.lacking = 2
-    item = SimpleNamespace(location=("conformance/test_gradapi.py", 200, "test"))
+    item = SimpleNamespace(location=("conformance/test_hooks.py", 200, "test"))
     report = SimpleNamespace(passed=True, outcome="passed", longrepr=None)
     runtest.skipped_if_nothing_ran(item, report)
     assert report.outcome == "skipped"

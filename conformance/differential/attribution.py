@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from conformance.differential import grad_argument, gradapi, writes
+from conformance.differential import grad_argument, gradapi, write_motifs
 from conformance.differential.facts import Facts, relation_of
 from conformance.differential.function_rules import function_rule
 from conformance.differential.index_params import INDEX_WRITES
@@ -126,7 +126,7 @@ def attribute(run: Run, d: Discrepancy) -> str:
         return aliased
     if (detached := _after_detach_(f)) is not None:
         return detached
-    if (written := writes.rule(f)) is not None:  # out=, resize_, set_, _foreach_
+    if (written := write_motifs.rule(f)) is not None:  # out=, resize_, set_, _foreach_
         return written
     if kind in _HISTORY_KINDS and any(n <= d.step for n in run.unrecorded_view_writes):
         return "view.inplace_updates_base_grad"

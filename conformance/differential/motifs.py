@@ -23,7 +23,7 @@ from conformance.differential.growth import (
 from conformance.differential.lazy_motifs import LAZY_MOTIFS
 from conformance.differential.mode_motifs import MODE_MOTIFS
 from conformance.differential.view_params import CHOSEN
-from conformance.differential.writes import WRITE_MOTIFS
+from conformance.differential.write_motifs import WRITE_MOTIFS
 from oracle import OPS
 from strategies.programs import Step, expand_shape
 
