@@ -396,7 +396,7 @@ SURFACE_MOTIFS += (
     _motif_custom_function,
     _motif_saved_tensor_hooks,
 )
-SURFACE_MOTIFS += WRITE_MOTIFS  # out=, resize_, set_, _foreach_ (writes.py)
+SURFACE_MOTIFS += WRITE_MOTIFS  # out=, resize_, set_, _foreach_ (write_motifs.py)
 SURFACE_MOTIFS += LAZY_MOTIFS  # conj(), _neg_view(), view_as_real()... (lazy_motifs.py)
 from conformance.differential.gradapi import GRADAPI_MOTIFS  # noqa: E402
 
