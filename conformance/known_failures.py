@@ -17,8 +17,10 @@ A bug of older releases that a later one fixed names that release in `fixed`
 after it that still fails is not excused (`versions` must end before it).
 
 Entries for torch.compile (--compile) may also name a `target` (a backend:
-the entry holds for that report column only, and for a user's backend that
-says it wraps that one: `fn.builds_on = "aot_eager"`), `ops` (op names the failing
+the entry holds for that report column only, and for every backend built on
+that one: `inductor`, a user's backend declared as `--compile
+my_pkg:backend=aot_eager`, or in a list's `[builds_on]` table, or whose
+function says `fn.builds_on = "aot_eager"`), `ops` (op names the failing
 minimal program must all use) and `message` (a substring of the failure's
 message, or a list of them, any of which will do): the last two narrow an
 entry to one class of divergence.
@@ -40,6 +42,12 @@ the crashed process left: "Segmentation fault"), a `target` or a device:
 The test is still reported crashed, with its input and repro, but as a known
 failure: it does not fail the run.
 
+A list may say which backend a user's backend is built on, so that the
+base's entries hold for it:
+
+    [builds_on]
+    "my_pkg.backends:mine" = "aot_eager"
+
 A test whose invariants are all listed is reported as xfailed and runs
 without shrinking; a violation of a listed invariant found by a test that
 checks more than that is turned into an xfail too. An entry that matches
@@ -52,7 +60,6 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from functools import cache
 from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -144,7 +151,9 @@ class KnownFailure:
         if self.status != CRASHED or nodeid.partition("[")[0] != self.test:
             return False
         params = nodeid.partition("[")[2].removesuffix("]").split("-")
-        if any(x is not None and x not in params for x in (self.device, self.target)):
+        if self.device is not None and self.device not in params:
+            return False
+        if self.target is not None and not any(self.target in _known_as(p) for p in params):
             return False
         if self.message is not None and not self._says(detail):
             return False
@@ -196,13 +205,31 @@ _FIELDS = {
 CRASHED = "crashed"
 
 
-def load(path: Path) -> list[KnownFailure]:
+def _document(path: Path) -> dict:
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise KnownFailuresError(f"known-failure list {path} does not exist") from None
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise KnownFailuresError(f"known-failure list {path} cannot be read: {error}") from None
+    bases = document.get("builds_on", {})
+    if not isinstance(bases, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and k and v for k, v in bases.items()
+    ):
+        raise KnownFailuresError(
+            f'{path}: builds_on must be a table of backend = "base" ("my_pkg:mine" = "aot_eager")'
+        )
+    return document
+
+
+def load_bases(paths: list[Path]) -> dict[str, str]:
+    """The backends the lists say are built on others (`[builds_on]`); a
+    later list overrides an earlier one."""
+    return {k: v for path in paths for k, v in _document(path).get("builds_on", {}).items()}
+
+
+def load(path: Path) -> list[KnownFailure]:
+    document = _document(path)
     entries = document.get("known", [])
     if not isinstance(entries, list):
         raise KnownFailuresError(f"{path}: 'known' must be an array of tables ([[known]])")
@@ -287,7 +314,6 @@ def stale(
     return out
 
 
-@cache
 def _known_as(target: str) -> tuple[str, ...]:
     """The target, and the backends it says it builds on (their known
     failures are its own)."""

@@ -31,6 +31,7 @@ def configure_known_failures(config: pytest.Config, selection: Selection) -> Non
     paths += [Path(p) for p in config.getoption("known_failures")]
     try:
         entries = known_failures.load_all(paths)
+        compile_targets.declare_listed(known_failures.load_bases(paths))
     except known_failures.KnownFailuresError as error:
         raise pytest.UsageError(str(error)) from None
     active = [e for e in entries if e.applies_to_build(torch.__version__)]

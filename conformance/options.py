@@ -68,9 +68,10 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--compile",
         default=None,
-        metavar="BACKEND[,BACKEND...]",
+        metavar="BACKEND[=BASE][,...]",
         help="also run the compiled differential under these torch.compile backends "
-        "(eager, aot_eager, inductor, any registered backend, or module:callable)",
+        "(eager, aot_eager, inductor, any registered backend, or module:callable; "
+        "=BASE: built on BASE, whose known failures it inherits)",
     )
 
 

@@ -134,7 +134,7 @@ def replay_context(item: pytest.Item) -> dict:
         "test": f"{item.module.__name__}::{item.obj.__name__}",
         "params": {k: v for k, v in params.items() if isinstance(v, str | int | float)},
         # a compile target travels by the name --compile gave it
-        "target": target.name if isinstance(target, compile_targets.Target) else None,
+        "target": target.spec if isinstance(target, compile_targets.Target) else None,
         "selection": {
             "devices": item.config.getoption("devices"),
             "dtypes": item.config.getoption("dtypes"),

@@ -39,11 +39,67 @@ def test_a_users_backend_is_loaded_from_module_colon_callable():
         ("no_such_module:fn", "cannot import 'no_such_module'"),
         ("tests.compile_plants:nothing_here", "has no callable 'nothing_here'"),
         (",", "needs at least one backend"),
+        ("tests.compile_wrappers:passthrough=", "declare a base as BACKEND=BASE"),
+        ("=aot_eager", "declare a base as BACKEND=BASE"),
+        ("tests.compile_wrappers:passthrough=no_such", "unknown tests.compile_wrappers"),
     ],
 )
 def test_unknown_backends_are_usage_errors(spec, says):
     with pytest.raises(TargetError, match=says.replace("(", r"\(")):
         parse_targets(spec)
+
+
+WRAPPER = "tests.compile_wrappers:passthrough"
+
+
+@pytest.fixture
+def declared():
+    """The run's declared bases, as set_targets and a list leave them, reset after."""
+    yield
+    targets.set_targets(())
+    targets.declare_listed({})
+
+
+def test_a_backend_declared_on_the_command_line_inherits_its_bases_known_failures(declared):
+    entry = KnownFailure("compile.raises", "r", "l", "test", target="aot_eager")
+    assert not entry.covers("compile.raises", f"cpu/{WRAPPER}")  # says nothing itself
+    (target,) = parse_targets(f"{WRAPPER}=aot_eager")
+    assert (target.name, target.base, target.spec) == (WRAPPER, "aot_eager", f"{WRAPPER}=aot_eager")
+    assert target.backend.__name__ == "passthrough"
+    targets.set_targets((target,))
+    assert targets.builds_on(WRAPPER) == "aot_eager"
+    assert entry.covers("compile.raises", f"cpu/{WRAPPER}")
+    assert "(built on aot_eager)" in targets.describe((target,))
+    crash = KnownFailure(
+        "", "r", "l", "test", target="aot_eager", status="crashed", test="t.py::test_c"
+    )
+    assert crash.covers_crash(f"t.py::test_c[cpu-{WRAPPER}]", "", "")
+    assert not crash.covers_crash("t.py::test_c[cpu-eager]", "", "")
+
+
+def test_a_backend_declared_in_a_known_failure_list_inherits_its_bases(tmp_path, declared):
+    from conformance.known_failures import load_bases
+
+    listed = tmp_path / "mine.toml"
+    listed.write_text(f'[builds_on]\n"{WRAPPER}" = "aot_eager"\n')
+    targets.declare_listed(load_bases([listed]))
+    entry = KnownFailure("compile.raises", "r", "l", "test", target="aot_eager")
+    assert entry.covers("compile.raises", f"cpu/{WRAPPER}")
+    # the command line wins over a list
+    targets.set_targets(parse_targets(f"{WRAPPER}=eager"))
+    assert not entry.covers("compile.raises", f"cpu/{WRAPPER}")
+    listed.write_text('[builds_on]\n"mine" = 3\n')
+    with pytest.raises(KnownFailuresError, match="builds_on must be a table"):
+        load_bases([listed])
+
+
+def test_inductor_is_built_on_aot_eager():
+    entry = KnownFailure("compile.raises", "r", "l", "test", target="aot_eager")
+    assert targets.builds_on("inductor") == "aot_eager"
+    assert entry.covers("compile.raises", "cpu/inductor")
+    # and not the other way round
+    own = KnownFailure("compile.raises", "r", "l", "test", target="inductor")
+    assert not own.covers("compile.raises", "cpu/aot_eager")
 
 
 def test_the_cli_refuses_an_unknown_backend_in_one_line():
@@ -97,7 +153,7 @@ def test_known_failures_narrow_to_target_ops_and_message():
     assert plain.covers("compile.raises", "cpu/aot_eager") and plain.covers("compile.raises", "cpu")
     aot = _entry(target="aot_eager")
     assert aot.covers("compile.raises", "cpu/aot_eager")
-    assert not aot.covers("compile.raises", "cpu/inductor")
+    assert not aot.covers("compile.raises", "cpu/eager")
     assert not aot.covers("compile.raises", "cpu")
     ops = _entry(ops=("as_strided_copy",))
     assert ops.covers("compile.raises", "cpu/x", ops={"leaf", "as_strided_copy"})

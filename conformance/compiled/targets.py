@@ -6,6 +6,12 @@ only), `aot_eager`, `inductor`, any backend registered with Dynamo, or
 compiler for inductor, a release whose torch.compile refuses this Python) is
 kept as a skipped target with its reason, never an error; a name Dynamo does
 not know is a usage error.
+
+A backend may be built on another (`--compile my_pkg:backend=aot_eager`, a
+known-failure list's `[builds_on]` table, the callable's `builds_on`
+attribute, or BUILT_ON for a registered one): the base's known failures are
+then its own, so that a run reports what the backend changes, not what it
+inherits.
 """
 
 from __future__ import annotations
@@ -27,6 +33,12 @@ import torch
 # backend (inductor, a user's) may fuse and reorder floating-point operations.
 SAME_KERNELS = frozenset({"eager", "aot_eager"})
 
+# Registered backends built on another. Inductor compiles the forward and
+# backward graphs AOTAutograd traces, as aot_eager runs them, so every
+# AOTAutograd divergence is inductor's too ("TorchInductor ... uses
+# AOTAutograd to capture the backward", torch.compile's documentation).
+BUILT_ON = {"inductor": "aot_eager"}
+
 
 class TargetError(ValueError):
     """A usage error in --compile: one line a user can act on."""
@@ -37,6 +49,12 @@ class Target:
     name: str  # as given: "aot_eager", "my_pkg.backends:broken"
     available: bool = True
     reason: str = ""  # why it is skipped, when not available
+    base: str | None = None  # declared on the command line: `name=base`
+
+    @property
+    def spec(self) -> str:
+        """As --compile takes it: the name, and the base it was declared on."""
+        return self.name if self.base is None else f"{self.name}={self.base}"
 
     @property
     def backend(self) -> str | Callable:
@@ -51,17 +69,36 @@ class Target:
         return self.name in SAME_KERNELS
 
 
+# Bases declared for this run: on the command line (`name=base`), which wins,
+# and in the known-failure lists' `[builds_on]` tables.
+_DECLARED: dict[str, str] = {}
+_LISTED: dict[str, str] = {}
+
+
+def declare_listed(bases: dict[str, str]) -> None:
+    """The bases the run's known-failure lists declare (`[builds_on]`)."""
+    _LISTED.clear()
+    _LISTED.update(bases)
+
+
 def builds_on(name: str) -> str | None:
-    """The backend a user's backend (`module:function`) says it wraps, in
-    its `builds_on` attribute ("aot_eager"): that backend's known failures
-    hold for it too. None for a registered backend, or one that says nothing."""
+    """The backend `name` is built on, whose known failures hold for it too:
+    as declared on the command line, then in a known-failure list, then by
+    a user's callable's `builds_on` attribute, then BUILT_ON. None when it
+    says nothing."""
+    base = _DECLARED.get(name) or _LISTED.get(name) or _attribute(name) or BUILT_ON.get(name)
+    return base if base != name else None
+
+
+@cache
+def _attribute(name: str) -> str | None:
     if ":" not in name:
         return None
     try:
         base = getattr(_load_callable(name), "builds_on", None)
     except TargetError:
         return None
-    return base if isinstance(base, str) and base != name else None
+    return base if isinstance(base, str) else None
 
 
 def column(device: str, target: str | None) -> str:
@@ -129,26 +166,36 @@ def parse_targets(spec: str | None) -> tuple[Target, ...]:
     """The targets `--compile` names, in order. TargetError for an unknown one."""
     if not spec:
         return ()
-    names = list(dict.fromkeys(n.strip() for n in spec.split(",") if n.strip()))
-    if not names:
+    given = list(dict.fromkeys(n.strip() for n in spec.split(",") if n.strip()))
+    if not given:
         raise TargetError("--compile needs at least one backend, e.g. --compile aot_eager")
     unsupported = compile_unsupported()
     targets = []
-    for name in names:
-        if ":" in name:
-            _load_callable(name)  # a user's backend that cannot load is a usage error
-        elif name not in registered() and unsupported is None:
-            known = ", ".join(registered())
+    for named in given:
+        name, _, base = (part.strip() for part in named.partition("="))
+        if "=" in named and not (name and base and "=" not in base):
             raise TargetError(
-                f"unknown compile backend {name!r} (known: {known}, or module:callable)"
+                f"--compile {named}: declare a base as BACKEND=BASE, e.g. my_pkg:fast=aot_eager"
             )
+        if base:
+            _check_known(base, unsupported, f"{name}'s base")
+        _check_known(name, unsupported, "compile backend")
         if "/" in name:
             raise TargetError(f"compile backend {name!r}: '/' separates device and target")
         reason = unsupported
         if reason is None and name == "inductor":
             reason = cxx_missing()
-        targets.append(Target(name, reason is None, reason or ""))
+        targets.append(Target(name, reason is None, reason or "", base or None))
     return tuple(targets)
+
+
+def _check_known(name: str, unsupported: str | None, what: str) -> None:
+    """A backend that cannot be found is a usage error (where compile runs)."""
+    if ":" in name:
+        _load_callable(name)  # a user's backend that cannot load is a usage error
+    elif name not in registered() and unsupported is None:
+        known = ", ".join(registered())
+        raise TargetError(f"unknown {what} {name!r} (known: {known}, or module:callable)")
 
 
 _TARGETS: tuple[Target, ...] = ()
@@ -157,6 +204,8 @@ _TARGETS: tuple[Target, ...] = ()
 def set_targets(targets: tuple[Target, ...]) -> None:
     global _TARGETS
     _TARGETS = targets
+    _DECLARED.clear()
+    _DECLARED.update({t.name: t.base for t in targets if t.base})
 
 
 def current_targets() -> tuple[Target, ...]:
@@ -165,7 +214,11 @@ def current_targets() -> tuple[Target, ...]:
 
 
 def describe(targets: tuple[Target, ...]) -> str:
-    parts = [t.name if t.available else f"{t.name} skipped: {t.reason}" for t in targets]
+    parts = [
+        (t.name if t.available else f"{t.name} skipped: {t.reason}")
+        + (f" (built on {base})" if (base := builds_on(t.name)) else "")
+        for t in targets
+    ]
     return "compile targets: " + ("; ".join(parts) if parts else "none (add --compile BACKEND)")
 
 
