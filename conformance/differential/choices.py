@@ -37,20 +37,20 @@ _GO_ON = st.sampled_from((True,) * 11 + (False,))  # about a dozen steps
 
 
 @cache
-def _ints(low: int, high: int) -> Choice:
+def ints(low: int, high: int) -> Choice:
     return lambda rng: rng.randint(low, high)
 
 
 @cache
-def _one_of(options: tuple) -> Choice:
+def one_of(options: tuple) -> Choice:
     return lambda rng: options[rng.randrange(len(options))]
 
 
-def _SEEDS(rng: Random) -> int:  # noqa: N802 - a constant choice, named like the others
+def SEEDS(rng: Random) -> int:  # noqa: N802 - a constant choice, named like the others
     return rng.getrandbits(32)
 
 
-def _BOOLS(rng: Random) -> bool:  # noqa: N802
+def BOOLS(rng: Random) -> bool:  # noqa: N802
     return rng.random() < 0.5
 
 
@@ -60,7 +60,7 @@ def _small(rng: Random) -> float:
 
 
 @cache
-def _scalars(dtype: str, nonzero: bool) -> Choice:
+def scalars(dtype: str, nonzero: bool) -> Choice:
     kind = DTYPES[dtype].kind
 
     def value(rng: Random):

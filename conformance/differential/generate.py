@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from conformance.differential.choices import _GO_ON, _STEP_SEEDS, Sampler, _one_of
+from conformance.differential.choices import _GO_ON, _STEP_SEEDS, Sampler, one_of
 from conformance.differential.growth import (
     _CHOICES,
     FAMILIES,
     MAX_POOL,
     Growth,
-    _apply_op,
-    _backward,
-    _leaf,
+    add_backward,
+    apply_op,
+    new_leaf,
 )
 from conformance.differential.listing import listing
 from conformance.differential.motifs import MOTIFS, SURFACE_MOTIFS
@@ -36,16 +36,16 @@ _ALL_CHOICES = _CHOICES + ("surface",) * (SURFACE_WEIGHT if SURFACE_MOTIFS else 
 def _step(draw, g: Growth, family: str) -> None:
     if family == "leaf" or not g.pool:
         if len(g.pool) < MAX_POOL:
-            g.apply(_leaf(draw, g))
+            g.apply(new_leaf(draw, g))
         return
     if family == "backward":
-        _backward(draw, g)
+        add_backward(draw, g)
     elif family == "motif":
-        draw(_one_of(MOTIFS))(draw, g)
+        draw(one_of(MOTIFS))(draw, g)
     elif family == "surface":
-        draw(_one_of(SURFACE_MOTIFS))(draw, g)
+        draw(one_of(SURFACE_MOTIFS))(draw, g)
     else:
-        _apply_op(draw, g, draw(_one_of(FAMILIES[family])))
+        apply_op(draw, g, draw(one_of(FAMILIES[family])))
 
 
 @st.composite
@@ -65,12 +65,12 @@ def programs(
     # alone: Hypothesis hands out the same few seeds (0, 2**64 - 1, ...) at
     # many places, and programs would repeat each other's steps.
     state = _mix(0, draw(_STEP_SEEDS))
-    g.apply(_leaf(Sampler(state), g))
+    g.apply(new_leaf(Sampler(state), g))
     # one "go on?" draw before each step, as Hypothesis's own lists do
     while len(g.steps) < max_steps and not g.over and draw(_GO_ON):
         state = _mix(state, draw(_STEP_SEEDS))
         step = Sampler(state)
-        _step(step, g, step(_one_of(choices)))
+        _step(step, g, step(one_of(choices)))
     return Program(g.steps, render=listing)
 
 

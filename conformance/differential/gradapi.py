@@ -8,15 +8,15 @@ from dataclasses import replace
 
 import torch
 
-from conformance.differential.choices import _BOOLS, _ints, _one_of
+from conformance.differential.choices import BOOLS, ints, one_of
 from conformance.differential.growth import (
     FAMILIES,
     Growth,
-    _apply_op,
-    _backward,
-    _fitting,
-    _graded,
-    _leaf,
+    add_backward,
+    apply_op,
+    fitting_ops,
+    new_leaf,
+    pick_graded,
 )
 from oracle.gradapi import (
     FACTORS,
@@ -36,35 +36,35 @@ _VALUE_HOOKS = ("hook_mul", "hook_add")
 
 
 def _hook_step(draw, index: int) -> Step:
-    op = draw(_one_of(("hook_mul", "hook_mul", "hook_add", "hook_none", "hook_removed")))
+    op = draw(one_of(("hook_mul", "hook_mul", "hook_add", "hook_none", "hook_removed")))
     if op == "hook_none":
         return Step(op, (index,), ())
-    return Step(op, (index,), (draw(_one_of(TERMS if op == "hook_add" else FACTORS)),))
+    return Step(op, (index,), (draw(one_of(TERMS if op == "hook_add" else FACTORS)),))
 
 
 def _hookable(draw, g: Growth) -> int:
     """A tensor that requires grad and is not a view: register_hook on a view
     whose base was written in place crashes torch up to 2.14
     (pytorch/pytorch#196459), so views are left out."""
-    x = _graded(draw, g)
+    x = pick_graded(draw, g)
     t = g.pool[x]
     if t.base is not None or t.inference:
-        g.apply(_leaf(draw, g, dtype=t.dtype, requires_grad=True, inference=False))
+        g.apply(new_leaf(draw, g, dtype=t.dtype, requires_grad=True, inference=False))
         x = len(g.pool) - 1
     return x
 
 
 def _write_in_place(draw, g: Growth, t: int) -> None:
     """An in-place write on t in grad mode, where one fits."""
-    writes = _fitting(("mul_s_", "add_s_", "exp_", "neg_"), g.pool[t])
+    writes = fitting_ops(("mul_s_", "add_s_", "exp_", "neg_"), g.pool[t])
     if writes:
-        _apply_op(draw, g, draw(_one_of(writes)), t, no_grad=False)
+        apply_op(draw, g, draw(one_of(writes)), t, no_grad=False)
 
 
 def _read_out(draw, g: Growth, y: int) -> int:
     """What backward starts from: y, or now and then an op of y."""
-    if draw(_BOOLS):
-        return _apply_op(draw, g, draw(_one_of(("mul_s", "sum", "exp"))), y, no_grad=False) or y
+    if draw(BOOLS):
+        return apply_op(draw, g, draw(one_of(("mul_s", "sum", "exp"))), y, no_grad=False) or y
     return y
 
 
@@ -74,19 +74,19 @@ def _motif_tensor_hooks(draw, g: Growth) -> None:
     grad_fn they were registered on); backward: the hooks' results are the
     gradients that flow on and reach .grad."""
     x = _hookable(draw, g)
-    ops = _fitting(FAMILIES["math"], g.pool[x])
-    y = _apply_op(draw, g, draw(_one_of(ops)), x, no_grad=False) if ops else None
+    ops = fitting_ops(FAMILIES["math"], g.pool[x])
+    y = apply_op(draw, g, draw(one_of(ops)), x, no_grad=False) if ops else None
     if y is None or g.pool[y].base is not None or not g.pool[y].requires_grad:
         y = x
-    if y != x and draw(_BOOLS):
+    if y != x and draw(BOOLS):
         g.apply(Step("retain_grad", (y,)))
-    target = draw(_one_of((x, y, y)))
-    for _ in range(draw(_ints(1, 3))):
+    target = draw(one_of((x, y, y)))
+    for _ in range(draw(ints(1, 3))):
         g.apply(_hook_step(draw, target))
-        if target != x and not draw(_ints(0, 3)):
+        if target != x and not draw(ints(0, 3)):
             _write_in_place(draw, g, target)
     out = _read_out(draw, g, y)
-    _backward(draw, g, out)
+    add_backward(draw, g, out)
 
 
 # torch 2.1 on; a build without it never draws the motif (the rule is skipped)
@@ -100,16 +100,16 @@ def _motif_post_hook(draw, g: Growth) -> None:
     if not HAS_POST_HOOKS:
         return
     x = _hookable(draw, g)
-    for _ in range(draw(_ints(1, 2))):
-        g.apply(Step("post_hook_mul", (x,), (draw(_one_of(FACTORS)),)))
-    if not draw(_ints(0, 3)):
+    for _ in range(draw(ints(1, 2))):
+        g.apply(Step("post_hook_mul", (x,), (draw(one_of(FACTORS)),)))
+    if not draw(ints(0, 3)):
         g.apply(_hook_step(draw, x))
-    ops = _fitting(FAMILIES["math"], g.pool[x])
-    y = _apply_op(draw, g, draw(_one_of(ops)), x, no_grad=False) if ops else None
+    ops = fitting_ops(FAMILIES["math"], g.pool[x])
+    y = apply_op(draw, g, draw(one_of(ops)), x, no_grad=False) if ops else None
     y = x if y is None else y
-    if draw(_BOOLS):
-        _backward(draw, g, y, retain=True)
-    _backward(draw, g, y)
+    if draw(BOOLS):
+        add_backward(draw, g, y, retain=True)
+    add_backward(draw, g, y)
 
 
 def _motif_retained_written(draw, g: Growth) -> None:
@@ -117,23 +117,23 @@ def _motif_retained_written(draw, g: Growth) -> None:
     through a view of it; one or two backward calls: .grad adds up, and is the
     gradient of y's newest version (release-dependent for a view's write)."""
     x = _hookable(draw, g)
-    ops = _fitting(FAMILIES["math"], g.pool[x])
-    y = _apply_op(draw, g, draw(_one_of(ops)), x, no_grad=False) if ops else None
+    ops = fitting_ops(FAMILIES["math"], g.pool[x])
+    y = apply_op(draw, g, draw(one_of(ops)), x, no_grad=False) if ops else None
     if y is None or g.pool[y].base is not None or g.pool[y]._fn is None:
         return
     g.apply(Step("retain_grad", (y,)))
-    if draw(_BOOLS):
-        _backward(draw, g, y, retain=True)
+    if draw(BOOLS):
+        add_backward(draw, g, y, retain=True)
     target = y
-    if draw(_BOOLS):
-        view = draw(_one_of(("narrow", "getitem", "transpose", "select")))
-        target = _apply_op(draw, g, view, y, no_grad=False) or y
-    writes = _fitting(("mul_s_", "add_s_", "exp_", "neg_", "sin_"), g.pool[target])
+    if draw(BOOLS):
+        view = draw(one_of(("narrow", "getitem", "transpose", "select")))
+        target = apply_op(draw, g, view, y, no_grad=False) or y
+    writes = fitting_ops(("mul_s_", "add_s_", "exp_", "neg_", "sin_"), g.pool[target])
     if writes:
-        _apply_op(draw, g, draw(_one_of(writes)), target, no_grad=False)
-    _backward(draw, g, y, retain=draw(_BOOLS))
-    if draw(_BOOLS):
-        _backward(draw, g, y)
+        apply_op(draw, g, draw(one_of(writes)), target, no_grad=False)
+    add_backward(draw, g, y, retain=draw(BOOLS))
+    if draw(BOOLS):
+        add_backward(draw, g, y)
 
 
 def _motif_double_backward(draw, g: Growth) -> None:
@@ -144,20 +144,20 @@ def _motif_double_backward(draw, g: Growth) -> None:
     floats = tuple(d for d in g.dtypes if DTYPES[d].kind == "float" and DTYPES[d].can_require_grad)
     if not floats:
         return
-    g.apply(_leaf(draw, g, dtype=draw(_one_of(floats)), requires_grad=True, inference=False))
+    g.apply(new_leaf(draw, g, dtype=draw(one_of(floats)), requires_grad=True, inference=False))
     x = len(g.pool) - 1
-    out = _apply_op(draw, g, draw(_one_of(SECOND_OPS)), x, no_grad=False)
+    out = apply_op(draw, g, draw(one_of(SECOND_OPS)), x, no_grad=False)
     if out is None or out == x:
         return
     t = g.pool[out]
     made = dict(shape=t.shape, dtype=t.dtype, device=t.device, requires_grad=False, inference=False)
-    g.apply(_leaf(draw, g, **made))
+    g.apply(new_leaf(draw, g, **made))
     before = len(g.pool)
     g.apply(Step("grad_cg", (out, x, len(g.pool) - 1)))
     if len(g.pool) > before:
-        _backward(draw, g, len(g.pool) - 1)
-    if draw(_BOOLS):
-        _backward(draw, g, out)
+        add_backward(draw, g, len(g.pool) - 1)
+    if draw(BOOLS):
+        add_backward(draw, g, out)
 
 
 # ops whose torch grad_fn is one node, the model's, with the first operand's edge first
@@ -170,11 +170,11 @@ _ACC = ("acc_prehook_mul", "acc_prehook_add")
 
 
 def _node_hook_step(draw, index: int, rows: tuple[str, ...]) -> Step:
-    op = draw(_one_of(rows))
+    op = draw(one_of(rows))
     _, params, kind = NODE_HOOK_ROWS[op]
     if not params:
         return Step(op, (index,), ())
-    return Step(op, (index,), (draw(_one_of(TERMS if kind == "add" else FACTORS)),))
+    return Step(op, (index,), (draw(one_of(TERMS if kind == "add" else FACTORS)),))
 
 
 def _motif_node_hooks(draw, g: Growth) -> None:
@@ -187,21 +187,21 @@ def _motif_node_hooks(draw, g: Growth) -> None:
     without pre-hooks that change its gradient: torch runs retain_grad before
     them, the notes list it after (docs/findings.md)."""
     x = _hookable(draw, g)
-    ops = _fitting(_NODE_OPS, g.pool[x])
-    y = _apply_op(draw, g, draw(_one_of(ops)), x, no_grad=False) if ops else None
+    ops = fitting_ops(_NODE_OPS, g.pool[x])
+    y = apply_op(draw, g, draw(one_of(ops)), x, no_grad=False) if ops else None
     if y is None or y == x or g.pool[y].base is not None or g.pool[y]._fn is None:
         return
     made = g.pool[y]._fn
-    retain = not draw(_ints(0, 3))
+    retain = not draw(ints(0, 3))
     if retain:
         g.apply(Step("retain_grad", (y,)))
-    elif draw(_BOOLS):  # a pre-hook, then a tensor hook that does not commute with it
-        pre = draw(_one_of(("node_prehook_mul", "node_prehook_add")))
+    elif draw(BOOLS):  # a pre-hook, then a tensor hook that does not commute with it
+        pre = draw(one_of(("node_prehook_mul", "node_prehook_add")))
         g.apply(_node_hook_step(draw, y, (pre,)))
         op = "hook_add" if pre == "node_prehook_mul" else "hook_mul"
-        g.apply(Step(op, (y,), (draw(_one_of(TERMS if op == "hook_add" else FACTORS)),)))
-    for _ in range(draw(_ints(1, 3))):  # (short: a long motif thins out the others)
-        rows = draw(_one_of(("pre", "pre", "post", "post", "acc")))
+        g.apply(Step(op, (y,), (draw(one_of(TERMS if op == "hook_add" else FACTORS)),)))
+    for _ in range(draw(ints(1, 3))):  # (short: a long motif thins out the others)
+        rows = draw(one_of(("pre", "pre", "post", "post", "acc")))
         fn = g.pool[y]._fn
         first = fn.edges[0] if fn is not None and fn.edges else None
         if rows == "acc" and not (isinstance(first, Accumulator) or first is made):
@@ -211,14 +211,14 @@ def _motif_node_hooks(draw, g: Growth) -> None:
         else:
             chosen = _POST if rows == "post" else _ACC
         g.apply(_node_hook_step(draw, y, chosen))
-        if not draw(_ints(0, 3)):  # a tensor hook, after the Node hooks before it
-            g.apply(_hook_step(draw, draw(_one_of((x, y, y)))))
-        if not draw(_ints(0, 4)):
+        if not draw(ints(0, 3)):  # a tensor hook, after the Node hooks before it
+            g.apply(_hook_step(draw, draw(one_of((x, y, y)))))
+        if not draw(ints(0, 4)):
             _write_in_place(draw, g, y)
     out = _read_out(draw, g, y)
-    if draw(_BOOLS):
-        _backward(draw, g, out, retain=True)
-    _backward(draw, g, out)
+    if draw(BOOLS):
+        add_backward(draw, g, out, retain=True)
+    add_backward(draw, g, out)
 
 
 GRADAPI_MOTIFS = (

@@ -1,5 +1,12 @@
 """A program being grown against the oracle: its pool, its leaves, and single
-ops applied to pool tensors with operands and parameters that fit."""
+ops applied to pool tensors with operands and parameters that fit.
+
+The motif modules build their scenarios with this public API: `Growth` (the
+pool, `g.apply(step)`), `new_leaf`, `pick` and `pick_graded` (a pool index),
+`apply_op` (one op of a family, operands and parameters drawn to fit),
+`add_backward`, `fitting_ops`, `broadcasts_into` and `tensor_kind`; their
+choices are those of `conformance.differential.choices` (`BOOLS`, `ints`,
+`one_of`, `scalars`, `SEEDS`), each a function of the step's seeded Random."""
 
 from __future__ import annotations
 
@@ -9,12 +16,12 @@ import numpy as np
 
 from conformance import build
 from conformance.differential.choices import (
-    _BOOLS,
-    _SEEDS,
-    _ints,
-    _one_of,
+    BOOLS,
+    SEEDS,
     _permutations,
-    _scalars,
+    ints,
+    one_of,
+    scalars,
 )
 from conformance.differential.index_params import INDEX_WRITES, index_params, source_shape
 from conformance.differential.lockstep import retired_by
@@ -129,7 +136,7 @@ class Growth:
             self.pool.append(result)
 
 
-def _leaf(
+def new_leaf(
     draw,
     g: Growth,
     shape=None,
@@ -142,40 +149,40 @@ def _leaf(
     if dtype is None:
         # two leaves in three can take part in autograd, when the run has such dtypes
         graded = tuple(d for d in g.dtypes if DTYPES[d].can_require_grad)
-        dtype = draw(_one_of(graded if graded and draw(_ints(0, 2)) < 2 else g.dtypes))
-    device = device or draw(_one_of(g.devices))
+        dtype = draw(one_of(graded if graded and draw(ints(0, 2)) < 2 else g.dtypes))
+    device = device or draw(one_of(g.devices))
     if shape is None:
         shape = draw(leaf_shape)
-    values = seeded_values(dtype, tuple(shape), draw(_SEEDS))
+    values = seeded_values(dtype, tuple(shape), draw(SEEDS))
     if nonzero:
         values = np.where(values == 0, 1, values).astype(values.dtype)
     if requires_grad is None:
-        requires_grad = DTYPES[dtype].can_require_grad and draw(_ints(0, 2)) < 2
+        requires_grad = DTYPES[dtype].can_require_grad and draw(ints(0, 2)) < 2
     # now and then a tensor made under inference_mode (never one that requires grad)
     if inference is None:
-        inference = not requires_grad and draw(_ints(0, 11)) == 11
+        inference = not requires_grad and draw(ints(0, 11)) == 11
     return Step("leaf", leaf=Leaf(values, dtype, device, requires_grad, inference))
 
 
-def _pick(draw, g: Growth, fits=lambda t: True) -> int | None:
+def pick(draw, g: Growth, fits=lambda t: True) -> int | None:
     """A pool index whose tensor fits: mostly the latest, so that steps build
     on each other into chains, else any."""
     candidates = [i for i, t in enumerate(g.pool) if i not in g.retired and fits(t)]
     if not candidates:
         return None
-    if draw(_ints(0, 2)) < 2:
+    if draw(ints(0, 2)) < 2:
         return candidates[-1]
-    return candidates[-1 - draw(_ints(0, len(candidates) - 1))]
+    return candidates[-1 - draw(ints(0, len(candidates) - 1))]
 
 
-def _kind(t: OTensor) -> str:
+def tensor_kind(t: OTensor) -> str:
     return DTYPES[t.dtype].kind
 
 
 def _scalar(draw, op: str, name: str, t: OTensor):
     if op == "pow_s":
-        return draw(_one_of((0, 1, 2, 3)))
-    return draw(_scalars(t.dtype, op.startswith("div_s")))
+        return draw(one_of((0, 1, 2, 3)))
+    return draw(scalars(t.dtype, op.startswith("div_s")))
 
 
 def _params(draw, op: str, t: OTensor) -> tuple | None:
@@ -189,8 +196,8 @@ def _params(draw, op: str, t: OTensor) -> tuple | None:
         live = [d for d in range(rank) if shape[d] > 0]
         if not live:
             return None
-        d = draw(_one_of(tuple(live)))
-        return (d, draw(_ints(-shape[d], shape[d] - 1)))
+        d = draw(one_of(tuple(live)))
+        return (d, draw(ints(-shape[d], shape[d] - 1)))
     if op == "clamp_":
         lo, hi = sorted([_scalar(draw, op, "min", t), _scalar(draw, op, "max", t)])
         return (lo, hi)
@@ -202,7 +209,7 @@ def _params(draw, op: str, t: OTensor) -> tuple | None:
             top = rank if op == "unsqueeze" else rank - 1
             if top < 0:
                 return None
-            params.append(draw(_ints(0, top)))
+            params.append(draw(ints(0, top)))
         elif kind == "shape":
             params.append(draw(expand_shape if op == "expand" else view_shape, shape))
         elif kind == "dims":
@@ -210,7 +217,7 @@ def _params(draw, op: str, t: OTensor) -> tuple | None:
         elif kind == "scalar":
             params.append(_scalar(draw, op, name, t))
         elif kind == "bool":
-            params.append(draw(_BOOLS))
+            params.append(draw(BOOLS))
         else:
             return None
     if op == "t" and rank > 2:
@@ -222,7 +229,7 @@ def _broadcasts(a: tuple, b: tuple) -> bool:
     return all(x == y or x == 1 or y == 1 for x, y in zip(reversed(a), reversed(b), strict=False))
 
 
-def _into(src: tuple, dst: tuple) -> bool:
+def broadcasts_into(src: tuple, dst: tuple) -> bool:
     return len(src) <= len(dst) and all(
         s in (1, d) for s, d in zip(reversed(src), reversed(dst), strict=False)
     )
@@ -233,7 +240,7 @@ def _mismatched(draw, shape: tuple[int, ...]) -> tuple[int, ...] | None:
     sized = [d for d, n in enumerate(shape) if n != 1]
     if not sized:
         return None
-    d = draw(_one_of(tuple(sized)))
+    d = draw(one_of(tuple(sized)))
     other = 2 if shape[d] != 2 else 3
     return shape[:d] + (other,) + shape[d + 1 :]
 
@@ -255,7 +262,7 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
         if not 1 <= len(t.shape) <= 2:
             return None
         k = t.shape[-1]
-        shape = (k, draw(_ints(1, 3))) if len(t.shape) == 2 or draw(_BOOLS) else (k,)
+        shape = (k, draw(ints(1, 3))) if len(t.shape) == 2 or draw(BOOLS) else (k,)
 
         def fits(u):
             return u.shape == shape and alike(u)
@@ -264,11 +271,11 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
     elif op == "set_grad":  # always a new tensor: it becomes .grad (see lockstep.retired_by)
         fits = None
         make = dict(shape=t.shape, requires_grad=False, inference=False, **same)
-        if not draw(_ints(0, 7)):  # now and then one that must be refused
+        if not draw(ints(0, 7)):  # now and then one that must be refused
             bad = _mismatched(draw, tuple(t.shape)) if t.shape else (2,)
             make["shape"] = bad or (len(t.shape) + 1) * (2,)
-        elif not draw(_ints(0, 7)):
-            make["dtype"] = draw(_one_of(g.dtypes))
+        elif not draw(ints(0, 7)):
+            make["dtype"] = draw(one_of(g.dtypes))
     elif op in INDEX_WRITES:  # always a new source: it must not alias what it writes
         fits = None
         make = dict(shape=source_shape(draw, op, tuple(t.shape), params), **same)
@@ -290,7 +297,7 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
 
         def fits(u):
             return (
-                _into(u.shape, target)
+                broadcasts_into(u.shape, target)
                 and (other_device or u.device == t.device)
                 and not (own_dtype and u.dtype != t.dtype)
             )
@@ -313,27 +320,27 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
         into = OPS[op].inplace
 
         def fits(u):
-            shaped = _into(u.shape, t.shape) if into else _broadcasts(u.shape, t.shape)
+            shaped = broadcasts_into(u.shape, t.shape) if into else _broadcasts(u.shape, t.shape)
             return shaped and alike(u) and not (divides and not _nonzero(u))
 
         make = dict(shape=draw(broadcastable_to, t.shape), nonzero=divides, **same)
-        if t.shape and not draw(_ints(0, 11)):  # now and then shapes that must not fit
+        if t.shape and not draw(ints(0, 11)):  # now and then shapes that must not fit
             bad = _mismatched(draw, tuple(t.shape))
             if bad is not None:
                 make["shape"] = bad
-                g.apply(_leaf(draw, g, **make))
+                g.apply(new_leaf(draw, g, **make))
                 return [], len(g.pool) - 1
     if op in ("copy_", "setitem", "set_data"):  # writing a tensor into itself shows little
         own, inner = g.pool.index(t), fits
         fits = lambda u: u is not g.pool[own] and inner(u)  # noqa: E731
     # mostly from the pool
-    index = _pick(draw, g, fits) if fits is not None and draw(_ints(0, 3)) else None
+    index = pick(draw, g, fits) if fits is not None and draw(ints(0, 3)) else None
     if index is not None:
         return [], index
-    return [_leaf(draw, g, **make)], len(g.pool)
+    return [new_leaf(draw, g, **make)], len(g.pool)
 
 
-def _apply_op(
+def apply_op(
     draw,
     g: Growth,
     op: str,
@@ -347,11 +354,11 @@ def _apply_op(
     operand for ops that return it; None if the op does not fit."""
     spec = OPS[op]
     if index is None:
-        index = _pick(draw, g, lambda t: _kind(t) in spec.dtypes)
+        index = pick(draw, g, lambda t: tensor_kind(t) in spec.dtypes)
         if index is None:
             return None
     t = g.pool[index]
-    if _kind(t) not in spec.dtypes:
+    if tensor_kind(t) not in spec.dtypes:
         return None
     if index in g.retired:
         return None  # a tensor made .grad, or autograd.grad's gradient: never touched again
@@ -365,7 +372,7 @@ def _apply_op(
     if params is None:
         return None
     if no_grad is None:
-        no_grad = draw(_ints(0, 5)) == 5  # shrinks towards grad mode on
+        no_grad = draw(ints(0, 5)) == 5  # shrinks towards grad mode on
     tensors: tuple[int, ...] = (index,)
     if spec.arity == 2:
         if other is None:
@@ -381,15 +388,15 @@ def _apply_op(
     return len(g.pool) - 1 if len(g.pool) > before else index
 
 
-def _backward(draw, g: Growth, index: int | None = None, retain: bool | None = None) -> None:
+def add_backward(draw, g: Growth, index: int | None = None, retain: bool | None = None) -> None:
     if index is None:
-        index = _pick(draw, g, lambda t: t.requires_grad) if draw(_ints(0, 5)) else None
+        index = pick(draw, g, lambda t: t.requires_grad) if draw(ints(0, 5)) else None
         if index is None:
-            index = _pick(draw, g)
+            index = pick(draw, g)
     t = g.pool[index]
-    retain = draw(_BOOLS) if retain is None else retain
-    implicit = t.shape == () or (int(np.prod(t.shape)) == 1 and draw(_BOOLS))
-    if implicit or not draw(_ints(0, 7)):
+    retain = draw(BOOLS) if retain is None else retain
+    implicit = t.shape == () or (int(np.prod(t.shape)) == 1 and draw(BOOLS))
+    if implicit or not draw(ints(0, 7)):
         g.apply(Step("backward", (index,), (retain,)))
         return
     second = _second(draw, g, "backward_g", t, ())
@@ -398,19 +405,19 @@ def _backward(draw, g: Growth, index: int | None = None, retain: bool | None = N
     g.apply(Step("backward_g", (index, second[1]), (retain,)))
 
 
-def _graded(draw, g: Growth) -> int:
+def pick_graded(draw, g: Growth) -> int:
     """A floating or complex tensor that requires grad: from the pool or new."""
-    index = _pick(draw, g, lambda t: t.requires_grad and _kind(t) in ("float", "complex"))
-    if index is None or not draw(_ints(0, 3)):
+    index = pick(draw, g, lambda t: t.requires_grad and tensor_kind(t) in ("float", "complex"))
+    if index is None or not draw(ints(0, 3)):
         graded = tuple(d for d in g.dtypes if DTYPES[d].can_require_grad)
-        dtype = draw(_one_of(graded or g.dtypes))
-        g.apply(_leaf(draw, g, dtype=dtype, requires_grad=bool(graded)))
+        dtype = draw(one_of(graded or g.dtypes))
+        g.apply(new_leaf(draw, g, dtype=dtype, requires_grad=bool(graded)))
         index = len(g.pool) - 1
     return index
 
 
-def _fitting(ops: tuple[str, ...], t: OTensor) -> tuple[str, ...]:
-    return tuple(op for op in ops if _kind(t) in OPS[op].dtypes)
+def fitting_ops(ops: tuple[str, ...], t: OTensor) -> tuple[str, ...]:
+    return tuple(op for op in ops if tensor_kind(t) in OPS[op].dtypes)
 
 
 SAVERS = tuple(n for n in FAMILIES["math"] if OPS[n].saves)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance.differential.choices import _SEEDS, _ints, _one_of, _scalars
+from conformance.differential.choices import SEEDS, ints, one_of, scalars
 
 Shape = tuple[int, ...]
 
@@ -15,17 +15,17 @@ Shape = tuple[int, ...]
 def _rows(draw, n: int, distinct: bool) -> list[int] | None:
     if n == 0:
         return None
-    rng = np.random.default_rng(draw(_SEEDS))
-    count = draw(_ints(1, n if distinct else n + 1))
+    rng = np.random.default_rng(draw(SEEDS))
+    count = draw(ints(1, n if distinct else n + 1))
     rows = rng.permutation(n)[:count] if distinct else rng.integers(0, n, count)
-    if draw(_ints(0, 3)) == 0:  # counted from the end
+    if draw(ints(0, 3)) == 0:  # counted from the end
         rows = rows - n
     return [int(r) for r in rows]
 
 
 def _dim(draw, shape: Shape) -> int | None:
     sized = tuple(d for d, n in enumerate(shape) if n > 0)
-    return draw(_one_of(sized)) if sized else None
+    return draw(one_of(sized)) if sized else None
 
 
 def index_params(draw, op: str, t) -> tuple | None:
@@ -36,13 +36,13 @@ def index_params(draw, op: str, t) -> tuple | None:
         rows = _rows(draw, shape[0], distinct=True)
         return None if rows is None else (rows,)
     if op == "masked_fill_":
-        rng = np.random.default_rng(draw(_SEEDS))
-        return (rng.random(shape).round().astype(bool).tolist(), draw(_scalars(t.dtype, False)))
+        rng = np.random.default_rng(draw(SEEDS))
+        return (rng.random(shape).round().astype(bool).tolist(), draw(scalars(t.dtype, False)))
     d = _dim(draw, shape)
     if d is None:
         return None
     if op == "scatter_":  # a permutation along d in every slice: each target written once
-        rng = np.random.default_rng(draw(_SEEDS))
+        rng = np.random.default_rng(draw(SEEDS))
         return (d, np.argsort(rng.random(shape), axis=d).tolist())
     rows = _rows(draw, shape[d], distinct=op != "index_add_")
     return (d, [r % shape[d] for r in rows])  # (dim-wise index ops take no negative index)
@@ -52,7 +52,7 @@ def source_shape(draw, op: str, shape: Shape, params: tuple) -> Shape:
     """The shape of the source tensor the write takes its values from."""
     if op in ("setitem_t", "index_put_"):
         full = (len(params[0]),) + shape[1:]
-        return draw(_one_of((full, full, shape[1:], ())))  # broadcast to the rows, or not
+        return draw(one_of((full, full, shape[1:], ())))  # broadcast to the rows, or not
     if op == "scatter_":
         return shape
     d, rows = params

@@ -8,16 +8,16 @@ the copy written, then backward."""
 
 from __future__ import annotations
 
-from conformance.differential.choices import _BOOLS, _ints, _one_of
+from conformance.differential.choices import BOOLS, ints, one_of
 from conformance.differential.growth import (
     FAMILIES,
     Growth,
-    _apply_op,
-    _backward,
-    _fitting,
-    _graded,
-    _leaf,
-    _pick,
+    add_backward,
+    apply_op,
+    fitting_ops,
+    new_leaf,
+    pick,
+    pick_graded,
 )
 from oracle import OracleError
 from oracle.dtype_views import geometry
@@ -31,37 +31,37 @@ RESOLVES = {"conj": "resolve_conj", "neg_view": "resolve_neg"}
 def _complex_graded(draw, g: Growth) -> int:
     """A complex tensor that requires grad where the run has complex dtypes."""
     complex_ = tuple(d for d in g.dtypes if DTYPES[d].kind == "complex")
-    if not complex_ or not draw(_ints(0, 4)):
-        return _graded(draw, g)
-    g.apply(_leaf(draw, g, dtype=draw(_one_of(complex_)), requires_grad=draw(_ints(0, 3)) > 0))
+    if not complex_ or not draw(ints(0, 4)):
+        return pick_graded(draw, g)
+    g.apply(new_leaf(draw, g, dtype=draw(one_of(complex_)), requires_grad=draw(ints(0, 3)) > 0))
     return len(g.pool) - 1
 
 
 def _motif_bit_view(draw, g: Growth) -> None:
     x = _complex_graded(draw, g)
-    base = _apply_op(draw, g, draw(_one_of(("mul_s", "clone"))), x, no_grad=False) or x
-    op = draw(_one_of(BIT_VIEWS))
-    view = _apply_op(draw, g, op, base, no_grad=draw(_ints(0, 5)) == 5)
+    base = apply_op(draw, g, draw(one_of(("mul_s", "clone"))), x, no_grad=False) or x
+    op = draw(one_of(BIT_VIEWS))
+    view = apply_op(draw, g, op, base, no_grad=draw(ints(0, 5)) == 5)
     if view is None:
         return
-    if draw(_ints(0, 2)) == 0:  # a view of the bit view reads through the bit too
-        view = _apply_op(draw, g, draw(_one_of(("getitem", "transpose", "select"))), view) or view
-    how = draw(_ints(0, 3))
+    if draw(ints(0, 2)) == 0:  # a view of the bit view reads through the bit too
+        view = apply_op(draw, g, draw(one_of(("getitem", "transpose", "select"))), view) or view
+    how = draw(ints(0, 3))
     if how == 0 and g.pool[view].shape == g.pool[base].shape:  # x.conj().copy_(x)
-        _apply_op(draw, g, "copy_", view, other=base)
+        apply_op(draw, g, "copy_", view, other=base)
     elif how < 3:
-        target = view if draw(_BOOLS) else base
-        writes = _fitting(FAMILIES["inplace"], g.pool[target])
+        target = view if draw(BOOLS) else base
+        writes = fitting_ops(FAMILIES["inplace"], g.pool[target])
         if writes:
-            _apply_op(draw, g, draw(_one_of(writes)), target, no_grad=draw(_ints(0, 3)) == 0)
+            apply_op(draw, g, draw(one_of(writes)), target, no_grad=draw(ints(0, 3)) == 0)
     out = view
-    if op in RESOLVES and draw(_BOOLS):
-        out = _apply_op(draw, g, RESOLVES[op], view, no_grad=False) or view
-        if draw(_BOOLS):  # the resolved copy is new memory: its base must not see this
-            writes = _fitting(FAMILIES["inplace"], g.pool[out])
+    if op in RESOLVES and draw(BOOLS):
+        out = apply_op(draw, g, RESOLVES[op], view, no_grad=False) or view
+        if draw(BOOLS):  # the resolved copy is new memory: its base must not see this
+            writes = fitting_ops(FAMILIES["inplace"], g.pool[out])
             if writes:
-                _apply_op(draw, g, draw(_one_of(writes)), out, no_grad=False)
-    _backward(draw, g, draw(_one_of((out, out, base))))
+                apply_op(draw, g, draw(one_of(writes)), out, no_grad=False)
+    add_backward(draw, g, draw(one_of((out, out, base))))
 
 
 REINTERPRETS = ("view_as_real", "view_as_real", "real", "imag")
@@ -83,13 +83,13 @@ def _fits_complex(t) -> bool:
 def _pairs(draw, g: Growth) -> int | None:
     """A float32/64 tensor with a last dim of 2 (from the pool, or new)."""
     fits = [i for i, t in enumerate(g.pool) if i not in g.retired and _fits_complex(t)]
-    if fits and draw(_BOOLS):
-        return fits[-1 - draw(_ints(0, len(fits) - 1))]
+    if fits and draw(BOOLS):
+        return fits[-1 - draw(ints(0, len(fits) - 1))]
     floats = tuple(d for d in g.dtypes if d in ("float32", "float64"))
     if not floats:
         return None
-    shape = tuple(draw(_ints(1, 3)) for _ in range(draw(_ints(0, 2)))) + (2,)
-    g.apply(_leaf(draw, g, shape=shape, dtype=draw(_one_of(floats))))
+    shape = tuple(draw(ints(1, 3)) for _ in range(draw(ints(0, 2)))) + (2,)
+    g.apply(new_leaf(draw, g, shape=shape, dtype=draw(one_of(floats))))
     return len(g.pool) - 1
 
 
@@ -98,32 +98,32 @@ def _motif_reinterpret(draw, g: Growth) -> None:
     view: view_as_real must refuse, imag reads the negated part), or
     view_as_complex of float pairs (now and then real or imag of a real tensor);
     maybe a view of it; a write through it or its base; backward."""
-    if draw(_ints(0, 2)):
+    if draw(ints(0, 2)):
         x = _complex_graded(draw, g)
-        base = _apply_op(draw, g, draw(_one_of(("mul_s", "clone"))), x, no_grad=False) or x
-        if DTYPES[g.pool[base].dtype].kind == "complex" and not draw(_ints(0, 3)):
-            base = _apply_op(draw, g, "conj", base, no_grad=False) or base
-        op = draw(_one_of(REINTERPRETS))
+        base = apply_op(draw, g, draw(one_of(("mul_s", "clone"))), x, no_grad=False) or x
+        if DTYPES[g.pool[base].dtype].kind == "complex" and not draw(ints(0, 3)):
+            base = apply_op(draw, g, "conj", base, no_grad=False) or base
+        op = draw(one_of(REINTERPRETS))
     else:
         x = _pairs(draw, g)
         if x is None:
             return
-        base = _apply_op(draw, g, draw(_one_of(("mul_s", "clone"))), x, no_grad=False) or x
-        op = draw(_one_of(("view_as_complex",) * 3 + ("real", "imag", "imag")))
+        base = apply_op(draw, g, draw(one_of(("mul_s", "clone"))), x, no_grad=False) or x
+        op = draw(one_of(("view_as_complex",) * 3 + ("real", "imag", "imag")))
         if op == "view_as_complex" and not _fits_complex(g.pool[base]):
             return
     if op == "view_as_real" and not all(g.pool[base].shape):
         return  # backward through view_as_real of an empty tensor raises (docs/findings.md)
-    view = _apply_op(draw, g, op, base, no_grad=draw(_ints(0, 5)) == 5)
+    view = apply_op(draw, g, op, base, no_grad=draw(ints(0, 5)) == 5)
     if view is None or view == base:
         return
-    if draw(_ints(0, 2)) == 0:
-        view = _apply_op(draw, g, draw(_one_of(("getitem", "transpose", "select"))), view) or view
-    target = view if draw(_ints(0, 2)) else base
-    writes = _fitting(FAMILIES["inplace"], g.pool[target])
-    if writes and draw(_ints(0, 3)):
-        _apply_op(draw, g, draw(_one_of(writes)), target, no_grad=draw(_ints(0, 3)) == 0)
-    _backward(draw, g, draw(_one_of((view, view, base))))
+    if draw(ints(0, 2)) == 0:
+        view = apply_op(draw, g, draw(one_of(("getitem", "transpose", "select"))), view) or view
+    target = view if draw(ints(0, 2)) else base
+    writes = fitting_ops(FAMILIES["inplace"], g.pool[target])
+    if writes and draw(ints(0, 3)):
+        apply_op(draw, g, draw(one_of(writes)), target, no_grad=draw(ints(0, 3)) == 0)
+    add_backward(draw, g, draw(one_of((view, view, base))))
 
 
 def _dtype_fits(t, dtype: str) -> bool:
@@ -139,32 +139,32 @@ def _motif_dtype_view(draw, g: Growth) -> None:
     mostly to a dtype its layout allows, else one torch must refuse; maybe a view of
     it; a write through it or through x, in grad mode or not; backward from x's
     graph: its saved tensors saw the write (one version counter)."""
-    x = _graded(draw, g) if draw(_BOOLS) else _pick(draw, g)
+    x = pick_graded(draw, g) if draw(BOOLS) else pick(draw, g)
     if x is None:
         return
     made = x
-    if g.pool[x].requires_grad and draw(_BOOLS):
-        made = _apply_op(draw, g, draw(_one_of(("exp", "mul_s", "sigmoid"))), x) or x
+    if g.pool[x].requires_grad and draw(BOOLS):
+        made = apply_op(draw, g, draw(one_of(("exp", "mul_s", "sigmoid"))), x) or x
     t = g.pool[made]
     if t.inference or t.conj or t.neg or t.dtype == "bool" or not all(t.shape):
         return  # (inference tensors' dtype views are ordinary tensors; an empty
         # tensor's strides are not the model's: neither is modelled)
     targets = tuple(d for d in g.dtypes if d != "bool")
     fitting = tuple(d for d in targets if _dtype_fits(t, d))
-    pool = fitting if fitting and draw(_ints(0, 5)) else targets
+    pool = fitting if fitting and draw(ints(0, 5)) else targets
     if not pool:
         return
-    g.apply(Step("view_dtype", (made,), (draw(_one_of(pool)),), draw(_ints(0, 5)) == 5))
+    g.apply(Step("view_dtype", (made,), (draw(one_of(pool)),), draw(ints(0, 5)) == 5))
     if len(g.pool) - 1 == made or g.pool[-1] is t:
         return  # refused
     view = len(g.pool) - 1
-    if draw(_ints(0, 2)) == 0:
-        view = _apply_op(draw, g, draw(_one_of(("getitem", "transpose", "select"))), view) or view
-    target = view if draw(_ints(0, 2)) else made
-    writes = _fitting(FAMILIES["inplace"], g.pool[target])
+    if draw(ints(0, 2)) == 0:
+        view = apply_op(draw, g, draw(one_of(("getitem", "transpose", "select"))), view) or view
+    target = view if draw(ints(0, 2)) else made
+    writes = fitting_ops(FAMILIES["inplace"], g.pool[target])
     if writes:
-        _apply_op(draw, g, draw(_one_of(writes)), target, no_grad=draw(_ints(0, 2)) == 0)
-    _backward(draw, g, draw(_one_of((made, made, view))))
+        apply_op(draw, g, draw(one_of(writes)), target, no_grad=draw(ints(0, 2)) == 0)
+    add_backward(draw, g, draw(one_of((made, made, view))))
 
 
 LAZY_MOTIFS = (_motif_bit_view, _motif_reinterpret, _motif_dtype_view)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conformance.differential.choices import _ints, _one_of
+from conformance.differential.choices import ints, one_of
 from oracle.geometry import is_contiguous
 from oracle.view_ops import chunk_sizes, section_sizes, split_sizes
 
@@ -22,14 +22,14 @@ def _dim(draw, shape: Shape, sized: bool = False) -> int | None:
     dims = tuple(d for d, n in enumerate(shape) if n > 0 or not sized)
     if not dims:
         return None
-    d = draw(_one_of(dims))
-    return d - len(shape) if draw(_ints(0, 3)) == 0 else d
+    d = draw(one_of(dims))
+    return d - len(shape) if draw(ints(0, 3)) == 0 else d
 
 
 def _pick(draw, count: int) -> int:
     """An output index of `count` outputs; now and then counted from the end."""
-    k = draw(_ints(0, count - 1))
-    return k - count if draw(_ints(0, 3)) == 0 else k
+    k = draw(ints(0, count - 1))
+    return k - count if draw(ints(0, 3)) == 0 else k
 
 
 def _narrow(draw, shape: Shape):
@@ -37,17 +37,17 @@ def _narrow(draw, shape: Shape):
     if d is None:
         return None
     n = shape[d]
-    start = draw(_ints(0, n))
-    return (d, start, draw(_ints(0, n - start)))
+    start = draw(ints(0, n))
+    return (d, start, draw(ints(0, n - start)))
 
 
 def _diagonal(draw, shape: Shape):
     if len(shape) < 2:
         return None
-    d1, d2 = draw(_one_of(tuple((a, b) for a in range(len(shape)) for b in range(len(shape)))))
+    d1, d2 = draw(one_of(tuple((a, b) for a in range(len(shape)) for b in range(len(shape)))))
     if d1 == d2:
         d2 = (d1 + 1) % len(shape)
-    return (draw(_ints(-2, 2)), d1, d2)
+    return (draw(ints(-2, 2)), d1, d2)
 
 
 def _two_dims(draw, shape: Shape):
@@ -61,16 +61,16 @@ def _unflatten(draw, shape: Shape):
     if d is None or shape[d] == 0:
         return None
     n = shape[d]
-    a = draw(_one_of(tuple(k for k in range(1, n + 1) if n % k == 0)))
+    a = draw(one_of(tuple(k for k in range(1, n + 1) if n % k == 0)))
     sizes = (a, n // a)
-    return (d, (-1, sizes[1]) if draw(_ints(0, 3)) == 0 else sizes)
+    return (d, (-1, sizes[1]) if draw(ints(0, 3)) == 0 else sizes)
 
 
 def _unfold(draw, shape: Shape):
     d = _dim(draw, shape, sized=True)
     if d is None:
         return None
-    return (d, draw(_ints(1, shape[d])), draw(_ints(1, 3)))
+    return (d, draw(ints(1, shape[d])), draw(ints(1, 3)))
 
 
 def _as_strided(draw, shape: Shape, contiguous: bool, offset: int):
@@ -81,12 +81,12 @@ def _as_strided(draw, shape: Shape, contiguous: bool, offset: int):
         n *= size
     if not contiguous or n == 0:
         return None
-    size = tuple(draw(_ints(1, 3)) for _ in range(draw(_ints(1, 2))))
-    stride = tuple(draw(_ints(0, 2)) for _ in size)
+    size = tuple(draw(ints(1, 3)) for _ in range(draw(ints(1, 2))))
+    stride = tuple(draw(ints(0, 2)) for _ in size)
     reach = sum((a - 1) * s for a, s in zip(size, stride, strict=True))
     if reach >= n:
         return None
-    return (size, stride, offset + draw(_ints(0, n - 1 - reach)))
+    return (size, stride, offset + draw(ints(0, n - 1 - reach)))
 
 
 def _rank(low: int, high: int | None = None) -> Callable:
@@ -108,7 +108,7 @@ def _split(draw, shape: Shape):
     d = _dim(draw, shape, sized=True)
     if d is None:
         return None
-    size = draw(_ints(1, shape[d]))
+    size = draw(ints(1, shape[d]))
     return (size, d, _pick(draw, len(split_sizes(shape[d], size))))
 
 
@@ -118,7 +118,7 @@ def _split_with_sizes(draw, shape: Shape):
         return None
     n, sizes = shape[d], []
     while sum(sizes) < n and len(sizes) < 3:
-        sizes.append(draw(_ints(0, n - sum(sizes))))
+        sizes.append(draw(ints(0, n - sum(sizes))))
     sizes[-1] += n - sum(sizes)
     return (sizes, d, _pick(draw, len(sizes)))
 
@@ -127,7 +127,7 @@ def _chunk(draw, shape: Shape):
     d = _dim(draw, shape, sized=True)
     if d is None:
         return None
-    chunks = draw(_ints(1, shape[d] + 1))
+    chunks = draw(ints(1, shape[d] + 1))
     return (chunks, d, _pick(draw, len(chunk_sizes(shape[d], chunks))))
 
 
@@ -135,12 +135,12 @@ def _tensor_split(draw, shape: Shape):
     d = _dim(draw, shape)
     if d is None:
         return None
-    sections = draw(_ints(1, 4))
+    sections = draw(ints(1, 4))
     return (sections, d, _pick(draw, len(section_sizes(shape[d], sections))))
 
 
 def _even(draw, n: int) -> int:
-    return draw(_one_of(tuple(k for k in range(1, n + 1) if n % k == 0))) if n else 1
+    return draw(one_of(tuple(k for k in range(1, n + 1) if n % k == 0))) if n else 1
 
 
 def _hsplit(draw, shape: Shape):

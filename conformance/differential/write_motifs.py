@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import math
 
-from conformance.differential.choices import _BOOLS, _ints, _one_of, _scalars
+from conformance.differential.choices import BOOLS, ints, one_of, scalars
 from conformance.differential.growth import (
     SAVERS_OF_ONE,
     Growth,
-    _apply_op,
-    _backward,
-    _fitting,
-    _graded,
-    _leaf,
-    _pick,
+    add_backward,
+    apply_op,
+    fitting_ops,
+    new_leaf,
+    pick,
+    pick_graded,
 )
 from oracle.dtypes import kind
 from oracle.write_ops import input_kinds
@@ -35,49 +35,49 @@ from strategies.programs import Step, broadcastable_to, leaf_shape
 
 def _motif_out(draw, g: Growth) -> None:
     """One or two calls op(inputs, out=o), then o is used."""
-    for _ in range(1 + draw(_ints(0, 1))):
+    for _ in range(1 + draw(ints(0, 1))):
         out = _out_call(draw, g)
         if out is None or g.over:
             return
     t = g.pool[out]
-    if draw(_BOOLS) and not t.requires_grad and kind(t.dtype) in ("float", "complex"):
+    if draw(BOOLS) and not t.requires_grad and kind(t.dtype) in ("float", "complex"):
         # o in the graph: a chain from a leaf that requires grad reads it
-        y = _apply_op(draw, g, "mul", out, no_grad=False)
-        if y is not None and draw(_BOOLS):
-            _backward(draw, g, y)
-    elif draw(_BOOLS):
-        _apply_op(draw, g, draw(_one_of(("add_s_", "mul_s_", "neg_"))), out)
+        y = apply_op(draw, g, "mul", out, no_grad=False)
+        if y is not None and draw(BOOLS):
+            add_backward(draw, g, y)
+    elif draw(BOOLS):
+        apply_op(draw, g, draw(one_of(("add_s_", "mul_s_", "neg_"))), out)
 
 
 def _out_call(draw, g: Growth) -> int | None:
-    op = draw(_one_of(tuple(OUT_OPS)))
+    op = draw(one_of(tuple(OUT_OPS)))
     kinds = input_kinds(op)
     dtypes = tuple(d for d in g.dtypes if kind(d) in kinds)
     if not dtypes:
         return None
-    dtype = draw(_one_of(dtypes))
+    dtype = draw(one_of(dtypes))
 
     def usable(t) -> bool:
         return t.dtype == dtype and not t.inference
 
-    x = _pick(draw, g, usable) if draw(_ints(0, 2)) else None
+    x = pick(draw, g, usable) if draw(ints(0, 2)) else None
     if x is None:
-        g.apply(_leaf(draw, g, dtype=dtype, inference=False))
+        g.apply(new_leaf(draw, g, dtype=dtype, inference=False))
         x = len(g.pool) - 1
     device = g.pool[x].device
     inputs = [x]
     shape = tuple(g.pool[x].shape)
     if OUT_OPS[op][1] == 2:
-        if draw(_ints(0, 3)) == 0:
+        if draw(ints(0, 3)) == 0:
             inputs.append(x)  # torch.add(x, x, out=o)
         else:
             other = draw(broadcastable_to, shape)
-            g.apply(_leaf(draw, g, shape=other, dtype=dtype, device=device, inference=False))
+            g.apply(new_leaf(draw, g, shape=other, dtype=dtype, device=device, inference=False))
             inputs.append(len(g.pool) - 1)
     out = _draw_out(draw, g, shape, dtype, device, set(inputs))
     if out is None:
         return None
-    no_grad = draw(_BOOLS)  # in grad mode, inputs that require grad are refused
+    no_grad = draw(BOOLS)  # in grad mode, inputs that require grad are refused
     g.apply(Step(op, (out, *inputs), (), no_grad))
     return out
 
@@ -88,19 +88,19 @@ _WIDEST = {"float": "float64", "complex": "complex128", "int": "int64"}
 def _draw_out(draw, g: Growth, shape: tuple, dtype: str, device: str, inputs: set) -> int | None:
     """The out tensor: new (the result's shape, another one, or empty; its
     dtype or another), a pool tensor, or a view of one."""
-    how = draw(_ints(0, 5))
+    how = draw(ints(0, 5))
     if how <= 2:
         if how == 0:
             shape = draw(leaf_shape)  # most likely another shape: resized
         elif how == 1:
             shape = (0,)  # empty: resized silently
-        out_dtype = dtype if draw(_BOOLS) else draw(_one_of(g.dtypes))
+        out_dtype = dtype if draw(BOOLS) else draw(one_of(g.dtypes))
         wide = _WIDEST.get(kind(dtype))
-        if out_dtype != dtype and wide in g.dtypes and draw(_BOOLS):
+        if out_dtype != dtype and wide in g.dtypes and draw(BOOLS):
             out_dtype = wide  # the common cast: into the widest dtype of the result's kind
-        graded = DTYPES[out_dtype].can_require_grad and draw(_ints(0, 4)) == 0
+        graded = DTYPES[out_dtype].can_require_grad and draw(ints(0, 4)) == 0
         g.apply(
-            _leaf(
+            new_leaf(
                 draw,
                 g,
                 shape=shape,
@@ -111,12 +111,12 @@ def _draw_out(draw, g: Growth, shape: tuple, dtype: str, device: str, inputs: se
             )
         )
         return len(g.pool) - 1
-    index = _pick(draw, g, lambda t: t.device == device and not t.inference)
+    index = pick(draw, g, lambda t: t.device == device and not t.inference)
     if index is None:
         return None
     if how == 5:  # a view of a pool tensor
-        view = draw(_one_of(("getitem", "transpose", "narrow", "select")))
-        return _apply_op(draw, g, view, index, no_grad=draw(_BOOLS))
+        view = draw(one_of(("getitem", "transpose", "narrow", "select")))
+        return apply_op(draw, g, view, index, no_grad=draw(BOOLS))
     return index
 
 
@@ -125,50 +125,50 @@ def _motif_resize(draw, g: Growth) -> None:
     many elements; x a pool tensor, a view of one, or a detached alias of a
     tensor a node saved (the bump makes backward raise); then x is written
     and backward runs. Now and then x requires grad: refused."""
-    x = _pick(draw, g, lambda t: not t.inference) if draw(_ints(0, 2)) else None
+    x = pick(draw, g, lambda t: not t.inference) if draw(ints(0, 2)) else None
     if x is None:
-        g.apply(_leaf(draw, g, requires_grad=False, inference=False))
+        g.apply(new_leaf(draw, g, requires_grad=False, inference=False))
         x = len(g.pool) - 1
     target, y = x, None
     t = g.pool[x]
-    if t.requires_grad and draw(_ints(0, 3)):
-        savers = _fitting(SAVERS_OF_ONE, t)
+    if t.requires_grad and draw(ints(0, 3)):
+        savers = fitting_ops(SAVERS_OF_ONE, t)
         if savers:
-            y = _apply_op(draw, g, draw(_one_of(savers)), x, no_grad=False)
-        target = _apply_op(draw, g, "detach", x) or x
-    elif draw(_BOOLS):
-        target = _apply_op(draw, g, draw(_one_of(("getitem", "transpose", "narrow"))), x) or x
+            y = apply_op(draw, g, draw(one_of(savers)), x, no_grad=False)
+        target = apply_op(draw, g, "detach", x) or x
+    elif draw(BOOLS):
+        target = apply_op(draw, g, draw(one_of(("getitem", "transpose", "narrow"))), x) or x
     shape = tuple(g.pool[target].shape)
     n = math.prod(shape)
-    how = draw(_ints(0, 4))
+    how = draw(ints(0, 4))
     if how == 1:
         shape = (n,)  # as many elements: no new memory
     elif how == 2:
-        shape = (draw(_ints(0, max(n - 1, 0))),)  # fewer
+        shape = (draw(ints(0, max(n - 1, 0))),)  # fewer
     elif how >= 3:
         shape = draw(leaf_shape)
-    g.apply(Step("resize_", (target,), (shape,), draw(_ints(0, 3)) == 0))
+    g.apply(Step("resize_", (target,), (shape,), draw(ints(0, 3)) == 0))
     if g.over:
         return
-    if draw(_BOOLS):
-        _apply_op(draw, g, draw(_one_of(("add_s_", "mul_s_", "zero_"))), target)
+    if draw(BOOLS):
+        apply_op(draw, g, draw(one_of(("add_s_", "mul_s_", "zero_"))), target)
     if y is not None:
-        _backward(draw, g, y)
+        add_backward(draw, g, y)
 
 
 def _motif_set(draw, g: Growth) -> None:
     """x.set_(y): x a tensor (a leaf that requires grad, in grad mode: refused),
     y a pool tensor or a view of one, of x's dtype and device; then a write
     through one of them, or a resize_ of x (which grows y's storage)."""
-    x = _pick(draw, g, lambda t: not t.inference and not t.requires_grad)
-    if x is None or not draw(_ints(0, 5)):
-        graded = draw(_ints(0, 5)) == 0
+    x = pick(draw, g, lambda t: not t.inference and not t.requires_grad)
+    if x is None or not draw(ints(0, 5)):
+        graded = draw(ints(0, 5)) == 0
         dtypes = tuple(d for d in g.dtypes if DTYPES[d].can_require_grad) if graded else ()
         g.apply(
-            _leaf(
+            new_leaf(
                 draw,
                 g,
-                dtype=draw(_one_of(dtypes)) if dtypes else None,
+                dtype=draw(one_of(dtypes)) if dtypes else None,
                 requires_grad=bool(dtypes),
                 inference=False,
             )
@@ -179,22 +179,22 @@ def _motif_set(draw, g: Growth) -> None:
     def fits(u) -> bool:
         return u is not t and u.dtype == t.dtype and u.device == t.device and not u.inference
 
-    y = _pick(draw, g, fits) if draw(_ints(0, 2)) else None
+    y = pick(draw, g, fits) if draw(ints(0, 2)) else None
     if y is None:
-        g.apply(_leaf(draw, g, dtype=t.dtype, device=t.device, inference=False))
+        g.apply(new_leaf(draw, g, dtype=t.dtype, device=t.device, inference=False))
         y = len(g.pool) - 1
-    if draw(_BOOLS):
-        y = _apply_op(draw, g, draw(_one_of(("getitem", "transpose", "select"))), y) or y
+    if draw(BOOLS):
+        y = apply_op(draw, g, draw(one_of(("getitem", "transpose", "select"))), y) or y
     # in grad mode a source in the graph gives x a grad_fn torch cannot differentiate
-    no_grad = False if t.requires_grad else (g.pool[y].requires_grad or draw(_ints(0, 3)) == 0)
+    no_grad = False if t.requires_grad else (g.pool[y].requires_grad or draw(ints(0, 3)) == 0)
     g.apply(Step("set_", (x, y), (), no_grad))
     if g.over:
         return
-    follow = draw(_ints(0, 3))
+    follow = draw(ints(0, 3))
     if follow == 0:
-        _apply_op(draw, g, draw(_one_of(("add_s_", "mul_s_"))), x, no_grad=True)
+        apply_op(draw, g, draw(one_of(("add_s_", "mul_s_"))), x, no_grad=True)
     elif follow == 1:
-        _apply_op(draw, g, draw(_one_of(("add_s_", "mul_s_"))), y, no_grad=True)
+        apply_op(draw, g, draw(one_of(("add_s_", "mul_s_"))), y, no_grad=True)
     elif follow == 2 and not g.pool[x].requires_grad:
         g.apply(Step("resize_", (x,), (draw(leaf_shape),), True))
 
@@ -203,14 +203,14 @@ def _motif_foreach(draw, g: Growth) -> None:
     """torch._foreach_add_/_foreach_mul_ (a scalar, or a list of two) over two
     tensors in the graph (results, views of results; now and then a leaf that
     requires grad: refused), then backward through one of them."""
-    op = draw(_one_of(tuple(FOREACH)))
+    op = draw(one_of(tuple(FOREACH)))
     xs: list[int] = []
     for _ in range(2):
-        x = _graded(draw, g)
-        if draw(_ints(0, 4)):
-            x = _apply_op(draw, g, draw(_one_of(("mul_s", "clone"))), x, no_grad=False) or x
-        if draw(_ints(0, 3)) == 0:
-            x = _apply_op(draw, g, draw(_one_of(("getitem", "transpose"))), x) or x
+        x = pick_graded(draw, g)
+        if draw(ints(0, 4)):
+            x = apply_op(draw, g, draw(one_of(("mul_s", "clone"))), x, no_grad=False) or x
+        if draw(ints(0, 3)) == 0:
+            x = apply_op(draw, g, draw(one_of(("getitem", "transpose"))), x) or x
         xs.append(x)
     if xs[0] == xs[1]:  # the same tensor twice: torch's gradient is wrong (docs/findings.md)
         return
@@ -218,19 +218,19 @@ def _motif_foreach(draw, g: Growth) -> None:
     if op.endswith("_s_"):  # one scalar for both: a real one unless both are complex
         complex_ = kind(first.dtype) == kind(second.dtype) == "complex"
         real = first.dtype if kind(first.dtype) != "complex" else second.dtype
-        params = (draw(_scalars(first.dtype if complex_ else real, False)),)
+        params = (draw(scalars(first.dtype if complex_ else real, False)),)
         tensors = tuple(xs)
     else:
         others = []
         for t in (first, second):
-            graded = draw(_ints(0, 3)) == 0
+            graded = draw(ints(0, 3)) == 0
             made = dict(dtype=t.dtype, device=t.device, inference=False)
             made["requires_grad"] = graded and DTYPES[t.dtype].can_require_grad
-            g.apply(_leaf(draw, g, shape=draw(broadcastable_to, tuple(t.shape)), **made))
+            g.apply(new_leaf(draw, g, shape=draw(broadcastable_to, tuple(t.shape)), **made))
             others.append(len(g.pool) - 1)
         params, tensors = (), (*xs, *others)
-    g.apply(Step(op, tensors, params, draw(_ints(0, 5)) == 0))
-    _backward(draw, g, draw(_one_of(tuple(xs))))
+    g.apply(Step(op, tensors, params, draw(ints(0, 5)) == 0))
+    add_backward(draw, g, draw(one_of(tuple(xs))))
 
 
 # out= twice: four rules, some of them narrow (one dtype pair), hang on it
