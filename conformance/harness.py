@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import build, watch
@@ -130,6 +131,29 @@ class Example:
     def other_device(self, label: str = "other device") -> str:
         """A present device, possibly this one: for cross-device copies."""
         return self.draw(st.sampled_from(current().present), label)
+
+
+def rule_test(*invariants: str) -> Callable[[Callable[[Example], None]], Callable[..., None]]:
+    """A property test of the catalogue's `invariants`: `check(ex)` runs on
+    each Example Hypothesis draws on each device of the run (`ex.device`;
+    `ex.data` for draws of its own). The same as
+
+        @pytest.mark.invariant(*invariants)
+        @given(data=st.data())
+        def test_...(device, data):
+            ex = Example(data, device)
+    """
+
+    def decorate(check: Callable[[Example], None]) -> Callable[..., None]:
+        def test(device: str, data: st.DataObject) -> None:
+            check(Example(data, device))
+
+        # pytest and Hypothesis (its example database's key) know it by the check's name
+        for attribute in ("__name__", "__qualname__", "__doc__", "__module__"):
+            setattr(test, attribute, getattr(check, attribute))
+        return pytest.mark.invariant(*invariants)(given(data=st.data())(test))
+
+    return decorate
 
 
 def _name(label: str) -> str:

@@ -5,14 +5,12 @@ on gets None (with allow_unused)."""
 
 from __future__ import annotations
 
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from conformance.check import attributed_to, expect, expect_raises, expect_values
-from conformance.harness import Example
+from conformance.harness import rule_test
 from oracle.dtypes import round_to
 from strategies.dtypes import DTYPES, elements
 from strategies.tensors import GRAD_ROLES
@@ -25,10 +23,8 @@ _CHAINS = (  # y from x, and dy/dx as a factor of the incoming gradient
 )
 
 
-@pytest.mark.invariant("grad.autograd_grad_returns")
-@given(data=st.data())
-def test_autograd_grad_returns_the_gradient_and_leaves_grad_alone(device, data):
-    ex = Example(data, device)
+@rule_test("grad.autograd_grad_returns")
+def test_autograd_grad_returns_the_gradient_and_leaves_grad_alone(ex):
     x = ex.tensor("x", roles=GRAD_ROLES)
     name, chain, factor = ex.draw(st.sampled_from(_CHAINS), "y from x")
     scale = ex.draw(st.integers(-3, 3), "scale")
@@ -40,12 +36,12 @@ def test_autograd_grad_returns_the_gradient_and_leaves_grad_alone(device, data):
     g = ex.gradient(x)
     wrt = ex.draw(st.sampled_from(["x", "its leaf"]), "with respect to")
     target = x.tensor if wrt == "x" else x.root
-    other = torch.zeros((), dtype=x.tensor.dtype, device=device, requires_grad=True)
+    other = torch.zeros((), dtype=x.tensor.dtype, device=ex.device, requires_grad=True)
     with attributed_to("grad.autograd_grad_returns", f"torch.autograd.grad({name})"):
         got, unused = torch.autograd.grad(
             y,
             (target, other),
-            torch.tensor(g, dtype=x.tensor.dtype, device=device),
+            torch.tensor(g, dtype=x.tensor.dtype, device=ex.device),
             allow_unused=True,
         )
     want = round_to(g * factor(scale), x.dtype)
@@ -62,12 +58,10 @@ def test_autograd_grad_returns_the_gradient_and_leaves_grad_alone(device, data):
     expect("grad.autograd_grad_returns", other.grad is None, "the unused input got a .grad")
 
 
-@pytest.mark.invariant("grad.autograd_grad_returns")
-@given(data=st.data())
-def test_autograd_grad_with_respect_to_a_tensor_without_grad_raises(device, data):
-    ex = Example(data, device)
+@rule_test("grad.autograd_grad_returns")
+def test_autograd_grad_with_respect_to_a_tensor_without_grad_raises(ex):
     x = ex.tensor("x", roles=GRAD_ROLES)
-    plain = torch.ones((), dtype=x.tensor.dtype, device=device)
+    plain = torch.ones((), dtype=x.tensor.dtype, device=ex.device)
     y = (x.tensor * 2).sum() + plain
     expect_raises(
         "grad.autograd_grad_returns",
@@ -77,10 +71,8 @@ def test_autograd_grad_with_respect_to_a_tensor_without_grad_raises(device, data
     )
 
 
-@pytest.mark.invariant("grad.assign_checks")
-@given(data=st.data())
-def test_assigning_grad_checks_shape_and_dtype(device, data):
-    ex = Example(data, device)
+@rule_test("grad.assign_checks")
+def test_assigning_grad_checks_shape_and_dtype(ex):
     x = ex.tensor("x", roles=GRAD_ROLES)
     leaf = x.root
     how = ex.draw(st.sampled_from(["matching", "another shape", "another dtype"]), "new .grad")
@@ -96,9 +88,9 @@ def test_assigning_grad_checks_shape_and_dtype(device, data):
         values = hnp.arrays(DTYPES[x.dtype].compute_dtype, shape, elements=elements(x.dtype))
         g = ex.draw(values, "the new .grad")
     new = (
-        torch.tensor(g, dtype=leaf.dtype, device=device).to(dtype)
+        torch.tensor(g, dtype=leaf.dtype, device=ex.device).to(dtype)
         if g is not None
-        else torch.ones(shape, dtype=dtype, device=device)
+        else torch.ones(shape, dtype=dtype, device=ex.device)
     )
     if how != "matching":
         expect_raises(
@@ -113,6 +105,6 @@ def test_assigning_grad_checks_shape_and_dtype(device, data):
     expect("grad.assign_checks", leaf.grad is new, "x.grad is not the tensor assigned to it")
     extra = ex.gradient(x, "backward's gradient")
     with attributed_to("grad.assign_checks", "backward after assigning .grad"):
-        x.tensor.backward(torch.tensor(extra, dtype=x.tensor.dtype, device=device))
+        x.tensor.backward(torch.tensor(extra, dtype=x.tensor.dtype, device=ex.device))
     want = round_to(g + round_to(x.grad_for_root(extra), x.dtype), x.dtype)
     expect_values("grad.assign_checks", leaf.grad, want, "the assigned .grad plus backward's")

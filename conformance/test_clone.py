@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import (
@@ -14,7 +12,7 @@ from conformance.check import (
     shares_storage,
     storage_id,
 )
-from conformance.harness import Example
+from conformance.harness import rule_test
 from conformance.spellings import CLONES
 from conformance.writes import writes_for
 from strategies.dtypes import elements
@@ -29,10 +27,8 @@ def _memory_range(t: torch.Tensor) -> tuple[int, int]:
     return start, start + (span + 1) * t.element_size()
 
 
-@pytest.mark.invariant("clone.new_storage")
-@given(data=st.data())
-def test_clone_has_new_storage(device, data):
-    ex = Example(data, device)
+@rule_test("clone.new_storage")
+def test_clone_has_new_storage(ex):
     x = ex.tensor("source")
     clone = ex.draw(st.sampled_from(CLONES), "spelling")
     y = clone(x.tensor)
@@ -50,10 +46,8 @@ def test_clone_has_new_storage(device, data):
         )
 
 
-@pytest.mark.invariant("clone.same_values")
-@given(data=st.data())
-def test_clone_has_same_values(device, data):
-    ex = Example(data, device)
+@rule_test("clone.same_values")
+def test_clone_has_same_values(ex):
     x = ex.tensor("source")
     clone = ex.draw(st.sampled_from(CLONES), "spelling")
     y = clone(x.tensor)
@@ -66,10 +60,8 @@ def test_clone_has_same_values(device, data):
     expect_values("clone.same_values", y, x.values, f"{clone}")
 
 
-@pytest.mark.invariant("clone.write_isolated")
-@given(data=st.data())
-def test_writes_to_clone_and_source_stay_apart(device, data):
-    ex = Example(data, device)
+@rule_test("clone.write_isolated")
+def test_writes_to_clone_and_source_stay_apart(ex):
     x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
     clone = ex.draw(st.sampled_from(CLONES), "spelling")
     y = clone(x.tensor)
@@ -86,10 +78,8 @@ def test_writes_to_clone_and_source_stay_apart(device, data):
     expect_values("clone.write_isolated", y, clone_values, f"clone after source.{write}")
 
 
-@pytest.mark.invariant("clone.own_version")
-@given(data=st.data())
-def test_clone_has_own_version_counter(device, data):
-    ex = Example(data, device)
+@rule_test("clone.own_version")
+def test_clone_has_own_version_counter(ex):
     x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
     y = ex.draw(st.sampled_from(CLONES), "spelling")(x.tensor)
     before_clone, before_source = y._version, x.tensor._version
@@ -106,10 +96,8 @@ def test_clone_has_own_version_counter(device, data):
     )
 
 
-@pytest.mark.invariant("clone.preserves_strides")
-@given(data=st.data())
-def test_clone_of_dense_tensor_keeps_strides(device, data):
-    ex = Example(data, device)
+@rule_test("clone.preserves_strides")
+def test_clone_of_dense_tensor_keeps_strides(ex):
     x = ex.tensor("source")
     if not dense_non_overlapping(x.tensor) or x.tensor.numel() == 0:
         return  # torch documents strides only for dense, non-overlapping inputs
@@ -123,10 +111,8 @@ def test_clone_of_dense_tensor_keeps_strides(device, data):
     )
 
 
-@pytest.mark.invariant("clone.result_in_graph")
-@given(data=st.data())
-def test_clone_joins_the_graph_of_its_source(device, data):
-    ex = Example(data, device)
+@rule_test("clone.result_in_graph")
+def test_clone_joins_the_graph_of_its_source(ex):
     x = ex.tensor("source")
     clone = ex.draw(st.sampled_from(CLONES), "spelling")
     y = clone(x.tensor)
@@ -140,17 +126,15 @@ def test_clone_joins_the_graph_of_its_source(device, data):
     )
 
 
-@pytest.mark.invariant("clone.grad_flows_to_source")
-@given(data=st.data())
-def test_gradient_through_clone_reaches_source(device, data):
-    ex = Example(data, device)
+@rule_test("clone.grad_flows_to_source")
+def test_gradient_through_clone_reaches_source(ex):
     x = ex.tensor("source", roles=GRAD_ROLES)
     clone = ex.draw(st.sampled_from(CLONES), "spelling")
     through_clone = ex.draw(st.integers(1, 4), "scale through clone")
     direct = ex.draw(st.integers(0, 3), "scale on the direct path")
     grad = ex.gradient(x)
     out = clone(x.tensor) * through_clone + x.tensor * direct
-    out.backward(torch.tensor(grad, dtype=x.tensor.dtype, device=device))
+    out.backward(torch.tensor(grad, dtype=x.tensor.dtype, device=ex.device))
     expected = x.grad_for_root(grad * (through_clone + direct))
     expect(
         "clone.grad_flows_to_source",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from conformance.check import (
@@ -20,7 +20,7 @@ from conformance.check import (
     expect_values,
     shares_storage,
 )
-from conformance.harness import Example
+from conformance.harness import rule_test
 from strategies.dtypes import arrays
 from strategies.tensors import DTYPE_NAMES, TORCH_DTYPES
 
@@ -58,10 +58,8 @@ def _layout(t: torch.Tensor) -> tuple:
     return tuple(t.shape), tuple(t.stride()), t.storage_offset()
 
 
-@pytest.mark.invariant(RULE)
-@given(data=st.data())
-def test_views_of_a_complex_tensor_read_its_parts(device, data):
-    ex = Example(data, device)
+@rule_test(RULE)
+def test_views_of_a_complex_tensor_read_its_parts(ex):
     x = ex.tensor("x", dtypes=ex.dtypes(("complex",)), roles=("plain", "nonleaf", "view"))
     for name, make, layout, reads in _OF_COMPLEX:
         with attributed_to(RULE, name):
@@ -80,7 +78,7 @@ def test_views_of_a_complex_tensor_read_its_parts(device, data):
         new = ex.draw(arrays(DTYPE_NAMES[v.dtype], tuple(v.shape)), f"into {name}")
         before = base._version
         with torch.no_grad(), attributed_to(RULE, f"{name}.copy_(...)"):
-            v.copy_(torch.tensor(new, dtype=v.dtype, device=device))
+            v.copy_(torch.tensor(new, dtype=v.dtype, device=ex.device))
         if name == "x.real":
             values = new + 1j * values.imag
         elif name == "x.imag":
@@ -95,10 +93,8 @@ def test_views_of_a_complex_tensor_read_its_parts(device, data):
         )
 
 
-@pytest.mark.invariant(RULE)
-@given(data=st.data())
-def test_view_as_complex_reads_float_pairs(device, data):
-    ex = Example(data, device)
+@rule_test(RULE)
+def test_view_as_complex_reads_float_pairs(ex):
     floats = tuple(d for d in ex.dtypes(("float",)) if d in ("float32", "float64"))
     if not floats:
         pytest.skip("no float32 or float64 in this run")
@@ -133,10 +129,8 @@ def test_view_as_complex_reads_float_pairs(device, data):
     expect(RULE, x.tensor._version > before, "x's version after a write through view_as_complex")
 
 
-@pytest.mark.invariant(RULE)
-@given(data=st.data())
-def test_what_is_refused_and_what_is_the_tensor_itself(device, data):
-    ex = Example(data, device)
+@rule_test(RULE)
+def test_what_is_refused_and_what_is_the_tensor_itself(ex):
     x = ex.tensor("x", roles=("plain", "nonleaf"))
     if not x.tensor.is_complex():
         expect(RULE, x.tensor.real is x.tensor, f"x.real of a {x.dtype} tensor is not x")
@@ -153,10 +147,8 @@ def test_what_is_refused_and_what_is_the_tensor_itself(device, data):
     expect_values(RULE, neg_imag, -x.values.imag, "x.conj().imag")
 
 
-@pytest.mark.invariant(RULE)
-@given(data=st.data())
-def test_gradients_pass_between_parts_and_complex_numbers(device, data):
-    ex = Example(data, device)
+@rule_test(RULE)
+def test_gradients_pass_between_parts_and_complex_numbers(ex):
     x = ex.tensor("x", dtypes=ex.dtypes(("complex",)), roles=("leaf",))
     name = ex.draw(st.sampled_from(["view_as_real", "real", "imag"]), "view")
     assume(x.tensor.numel())  # backward through view_as_real of an empty tensor raises
@@ -164,7 +156,7 @@ def test_gradients_pass_between_parts_and_complex_numbers(device, data):
     real_dtype = DTYPE_NAMES[v.dtype]
     g = ex.draw(arrays(real_dtype, tuple(v.shape)), "gradient")
     with attributed_to(RULE, f"{name} backward"):
-        v.backward(torch.tensor(g, dtype=v.dtype, device=device))
+        v.backward(torch.tensor(g, dtype=v.dtype, device=ex.device))
     want = {"view_as_real": lambda: g[..., 0] + 1j * g[..., 1]}
     want |= {"real": lambda: g + 0j, "imag": lambda: 1j * g}
     expect_values(RULE, x.tensor.grad, want[name](), f"x.grad through {name} given {g}")
@@ -172,9 +164,9 @@ def test_gradients_pass_between_parts_and_complex_numbers(device, data):
     if floats:  # and back: view_as_complex's gradient is the pairs of its gradient
         real = ex.draw(st.sampled_from(floats), "float dtype")
         pairs = ex.draw(arrays(real, (2, 2)), "pairs")
-        leaf = torch.tensor(pairs, dtype=TORCH_DTYPES[real], device=device, requires_grad=True)
+        leaf = torch.tensor(pairs, dtype=TORCH_DTYPES[real], device=ex.device, requires_grad=True)
         c = torch.view_as_complex(leaf)
         gc = ex.draw(arrays(DTYPE_NAMES[c.dtype], (2,)), "its gradient")
         with attributed_to(RULE, "view_as_complex backward"):
-            c.backward(torch.tensor(gc, dtype=c.dtype, device=device))
+            c.backward(torch.tensor(gc, dtype=c.dtype, device=ex.device))
         expect_values(RULE, leaf.grad, _pairs(gc), f"grad through view_as_complex given {gc}")

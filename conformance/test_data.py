@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import (
@@ -16,7 +14,7 @@ from conformance.check import (
     expect_values,
     shares_storage,
 )
-from conformance.harness import Example
+from conformance.harness import rule_test
 from conformance.saving import draw_scenario
 from conformance.writes import writes_for
 from oracle.dtypes import round_to
@@ -26,10 +24,8 @@ from strategies.layouts import WRITABLE_LAYOUTS
 from strategies.tensors import DTYPE_NAMES, to_numpy
 
 
-@pytest.mark.invariant("data.shares_storage")
-@given(data=st.data())
-def test_data_shares_storage(device, data):
-    ex = Example(data, device)
+@rule_test("data.shares_storage")
+def test_data_shares_storage(ex):
     x = ex.tensor("source")
     d = x.tensor.data
     expect("data.shares_storage", shares_storage(d, x.tensor), ".data has its own storage")
@@ -43,10 +39,8 @@ def test_data_shares_storage(device, data):
     expect_values("data.shares_storage", d, x.values, ".data")
 
 
-@pytest.mark.invariant("data.own_version")
-@given(data=st.data())
-def test_data_has_own_version_counter(device, data):
-    ex = Example(data, device)
+@rule_test("data.own_version")
+def test_data_has_own_version_counter(ex):
     x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
     d = x.tensor.data
     writes = writes_for(x.dtype, device=x.device)
@@ -65,10 +59,8 @@ def test_data_has_own_version_counter(device, data):
     )
 
 
-@pytest.mark.invariant("data.never_requires_grad")
-@given(data=st.data())
-def test_data_never_requires_grad(device, data):
-    ex = Example(data, device)
+@rule_test("data.never_requires_grad")
+def test_data_never_requires_grad(ex):
     x = ex.tensor("source")
     d = x.tensor.data
     got = (d.requires_grad, d.grad_fn, d.is_leaf)
@@ -79,10 +71,8 @@ def test_data_never_requires_grad(device, data):
     )
 
 
-@pytest.mark.invariant("data.write_is_silent")
-@given(data=st.data())
-def test_write_through_data_never_makes_backward_raise(device, data):
-    ex = Example(data, device)
+@rule_test("data.write_is_silent")
+def test_write_through_data_never_makes_backward_raise(ex):
     scenario = draw_scenario(ex)
     write = ex.draw(
         st.sampled_from(writes_for(scenario.x.dtype, device=scenario.x.device)), "write"
@@ -95,10 +85,8 @@ def test_write_through_data_never_makes_backward_raise(device, data):
     )
 
 
-@pytest.mark.invariant("data.write_changes_gradient")
-@given(data=st.data())
-def test_write_through_data_changes_gradient(device, data):
-    ex = Example(data, device)
+@rule_test("data.write_changes_gradient")
+def test_write_through_data_changes_gradient(ex):
     scenario = draw_scenario(ex)
     write = ex.draw(
         st.sampled_from(writes_for(scenario.x.dtype, device=scenario.x.device)), "write"

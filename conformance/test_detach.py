@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import (
@@ -15,7 +13,7 @@ from conformance.check import (
     expect_values,
     shares_storage,
 )
-from conformance.harness import Example
+from conformance.harness import rule_test
 from conformance.saving import draw_scenario
 from conformance.spellings import DETACHES
 from conformance.writes import writes_for
@@ -24,10 +22,8 @@ from strategies.layouts import WRITABLE_LAYOUTS
 from strategies.tensors import GRAD_ROLES, to_numpy
 
 
-@pytest.mark.invariant("detach.shares_storage")
-@given(data=st.data())
-def test_detach_shares_storage(device, data):
-    ex = Example(data, device)
+@rule_test("detach.shares_storage")
+def test_detach_shares_storage(ex):
     x = ex.tensor("source")
     detach = ex.draw(st.sampled_from(DETACHES), "spelling")
     d = detach(x.tensor)
@@ -42,10 +38,8 @@ def test_detach_shares_storage(device, data):
     expect_values("detach.shares_storage", d, x.values, f"{detach}")
 
 
-@pytest.mark.invariant("detach.shares_version")
-@given(data=st.data())
-def test_detach_shares_version_counter(device, data):
-    ex = Example(data, device)
+@rule_test("detach.shares_version")
+def test_detach_shares_version_counter(ex):
     x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
     d = ex.draw(st.sampled_from(DETACHES), "spelling")(x.tensor)
     writes = writes_for(x.dtype, device=x.device)
@@ -65,10 +59,8 @@ def test_detach_shares_version_counter(device, data):
         )
 
 
-@pytest.mark.invariant("detach.never_requires_grad")
-@given(data=st.data())
-def test_detach_never_requires_grad(device, data):
-    ex = Example(data, device)
+@rule_test("detach.never_requires_grad")
+def test_detach_never_requires_grad(ex):
     x = ex.tensor("source")
     detach = ex.draw(st.sampled_from(DETACHES), "spelling")
     grad_mode = ex.draw(st.booleans(), "grad mode")
@@ -83,16 +75,14 @@ def test_detach_never_requires_grad(device, data):
     )
 
 
-@pytest.mark.invariant("detach.blocks_gradient")
-@given(data=st.data())
-def test_no_gradient_flows_through_detach(device, data):
-    ex = Example(data, device)
+@rule_test("detach.blocks_gradient")
+def test_no_gradient_flows_through_detach(ex):
     x = ex.tensor("source", roles=GRAD_ROLES)
     detach = ex.draw(st.sampled_from(DETACHES), "spelling")
     scale = ex.draw(st.integers(1, 4), "scale on the detached path")
     direct = ex.draw(st.none() | st.integers(0, 3), "scale on a direct path")
     grad = ex.gradient(x)
-    g = torch.tensor(grad, dtype=x.tensor.dtype, device=device)
+    g = torch.tensor(grad, dtype=x.tensor.dtype, device=ex.device)
     out = detach(x.tensor) * scale
     if direct is None:
         expect_raises(
@@ -113,10 +103,8 @@ def test_no_gradient_flows_through_detach(device, data):
     )
 
 
-@pytest.mark.invariant("detach.write_visible")
-@given(data=st.data())
-def test_writes_through_detach_are_seen_both_ways(device, data):
-    ex = Example(data, device)
+@rule_test("detach.write_visible")
+def test_writes_through_detach_are_seen_both_ways(ex):
     x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
     detach = ex.draw(st.sampled_from(DETACHES), "spelling")
     d = detach(x.tensor)
@@ -135,10 +123,8 @@ def test_writes_through_detach_are_seen_both_ways(device, data):
         )
 
 
-@pytest.mark.invariant("detach.write_then_backward_raises")
-@given(data=st.data())
-def test_write_through_detach_then_backward_raises(device, data):
-    ex = Example(data, device)
+@rule_test("detach.write_then_backward_raises")
+def test_write_through_detach_then_backward_raises(ex):
     scenario = draw_scenario(ex)
     detach = ex.draw(st.sampled_from(DETACHES), "spelling")
     write = ex.draw(
@@ -153,10 +139,8 @@ def test_write_through_detach_then_backward_raises(device, data):
     )
 
 
-@pytest.mark.invariant("detach.inplace_makes_leaf")
-@given(data=st.data())
-def test_detach_inplace(device, data):
-    ex = Example(data, device)
+@rule_test("detach.inplace_makes_leaf")
+def test_detach_inplace(ex):
     x = ex.tensor("source")
     t = x.tensor
     if t._is_view():

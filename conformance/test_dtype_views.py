@@ -8,9 +8,7 @@ half of a float32)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import (
@@ -20,7 +18,7 @@ from conformance.check import (
     expect_values,
     shares_storage,
 )
-from conformance.harness import Example
+from conformance.harness import rule_test
 from strategies.dtypes import arrays
 from strategies.tensors import TORCH_DTYPES
 
@@ -68,10 +66,8 @@ def _layout(shape, strides, offset, old: str, new: str):
     return shape[:-1] + (shape[-1] // r,), tuple(s // r for s in strides[:-1]) + (1,), offset // r
 
 
-@pytest.mark.invariant(RULE)
-@given(data=st.data())
-def test_view_dtype_reads_the_same_bytes(device, data):
-    ex = Example(data, device)
+@rule_test(RULE)
+def test_view_dtype_reads_the_same_bytes(ex):
     x = ex.tensor("x", dtypes=tuple(d for d in ex.dtypes() if d != "bool"))
     new = ex.draw(st.sampled_from([d for d in ex.dtypes() if d != "bool"]), "dtype")
     t = x.tensor
@@ -96,7 +92,7 @@ def test_view_dtype_reads_the_same_bytes(device, data):
     written = ex.draw(arrays(new, tuple(v.shape)), f"written through x.view(torch.{new})")
     before = t._version
     with torch.no_grad(), attributed_to(RULE, f"{call}.copy_(...)"):
-        v.copy_(torch.tensor(written, dtype=TORCH_DTYPES[new], device=device))
+        v.copy_(torch.tensor(written, dtype=TORCH_DTYPES[new], device=ex.device))
     expect(
         RULE,
         t._version > before and v._version == t._version,

@@ -8,14 +8,12 @@ computes with what unpack returned."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import attributed_to, expect, expect_no_raise, expect_raises, expect_values
 from conformance.differential.functions import namespace
-from conformance.harness import Example
+from conformance.harness import Example, rule_test
 from oracle.dtypes import round_to
 from strategies.layouts import WRITABLE_LAYOUTS
 
@@ -38,16 +36,14 @@ def _root_grad(x, g, local):
     return round_to(x.grad_for_root(round_to(g * local, x.dtype)), x.dtype)
 
 
-@pytest.mark.invariant("function.saved_version_check")
-@given(data=st.data())
-def test_function_saved_input_written_makes_backward_raise(device, data):
-    ex = Example(data, device)
+@rule_test("function.saved_version_check")
+def test_function_saved_input_written_makes_backward_raise(ex):
     x = _nonleaf(ex)
     c = ex.draw(_SCALES, "c")
     with attributed_to("function.saved_version_check", "Scale.apply(x, c)"):
         z = FN["Scale"].apply(x.tensor, c)
     written = ex.draw(st.booleans(), "x written in place after the call")
-    g, tg = _g(ex, x, device)
+    g, tg = _g(ex, x, ex.device)
     if written:
         x.tensor.mul_(1.5)
         expect_raises(
@@ -63,10 +59,8 @@ def test_function_saved_input_written_makes_backward_raise(device, data):
     expect_values("function.saved_version_check", x.root.grad, want, "the gradient")
 
 
-@pytest.mark.invariant("function.mark_dirty_returns_input")
-@given(data=st.data())
-def test_mark_dirty_returns_the_input_rebased(device, data):
-    ex = Example(data, device)
+@rule_test("function.mark_dirty_returns_input")
+def test_mark_dirty_returns_the_input_rebased(ex):
     x = _nonleaf(ex)
     c = ex.draw(_SCALES, "c")
     before, t = x.tensor._version, x.tensor
@@ -80,17 +74,15 @@ def test_mark_dirty_returns_the_input_rebased(device, data):
     name = type(node).__name__
     want = "MulDirtyBackward" if t._base is None else "CopySlices"
     expect(rule, name == want, f"grad_fn after the write is {name}, not {want}")
-    g, tg = _g(ex, x, device)
+    g, tg = _g(ex, x, ex.device)
     with attributed_to(rule, "backward through MulDirty"):
         t.backward(tg)
     want_g = _root_grad(x, g, c)
     expect_values(rule, x.root.grad, want_g, "the gradient")
 
 
-@pytest.mark.invariant("function.mark_dirty_returns_input")
-@given(data=st.data())
-def test_mark_dirty_on_a_leaf_that_requires_grad_raises(device, data):
-    ex = Example(data, device)
+@rule_test("function.mark_dirty_returns_input")
+def test_mark_dirty_on_a_leaf_that_requires_grad_raises(ex):
     x = ex.tensor("x", dtypes=ex.grad_dtypes(), roles=("leaf",), layout_kinds=WRITABLE_LAYOUTS)
     expect_raises(
         "function.mark_dirty_returns_input",
@@ -100,10 +92,8 @@ def test_mark_dirty_on_a_leaf_that_requires_grad_raises(device, data):
     )
 
 
-@pytest.mark.invariant("function.non_differentiable_output")
-@given(data=st.data())
-def test_non_differentiable_output_requires_no_grad(device, data):
-    ex = Example(data, device)
+@rule_test("function.non_differentiable_output")
+def test_non_differentiable_output_requires_no_grad(ex):
     x = ex.tensor("x", dtypes=ex.dtypes(("float",)), roles=("leaf", "nonleaf", "view"))
     with attributed_to("function.non_differentiable_output", "SignND.apply(x)"):
         z = FN["SignND"].apply(x.tensor)
@@ -113,10 +103,8 @@ def test_non_differentiable_output_requires_no_grad(device, data):
     expect_values(rule, z, round_to(np.sign(x.values), x.dtype), "its values")
 
 
-@pytest.mark.invariant("function.view_output")
-@given(data=st.data())
-def test_view_output_cannot_be_written(device, data):
-    ex = Example(data, device)
+@rule_test("function.view_output")
+def test_view_output_cannot_be_written(ex):
     x = _nonleaf(ex)
     rule = "function.view_output"
     with attributed_to(rule, "ViewFn.apply(x)"):
@@ -131,10 +119,8 @@ def test_view_output_cannot_be_written(device, data):
     expect_raises(rule, "CUSTOM_FUNCTION_VIEW", lambda: v.grad_fn, "v.grad_fn after x.mul_(2)")
 
 
-@pytest.mark.invariant("saved_hooks.pack_unpack")
-@given(data=st.data())
-def test_saved_tensors_hooks_pack_once_unpack_once(device, data):
-    ex = Example(data, device)
+@rule_test("saved_hooks.pack_unpack")
+def test_saved_tensors_hooks_pack_once_unpack_once(ex):
     x = _nonleaf(ex)
     rule = "saved_hooks.pack_unpack"
     calls = []
@@ -151,7 +137,7 @@ def test_saved_tensors_hooks_pack_once_unpack_once(device, data):
         with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
             z = x.tensor.sin()
     expect(rule, calls == ["pack"], f"hooks called {calls} when sin saved x")
-    g, tg = _g(ex, x, device)
+    g, tg = _g(ex, x, ex.device)
     with attributed_to(rule, "backward"):
         z.backward(tg)
     expect(rule, calls == ["pack", "unpack"], f"hooks called {calls} by the end of backward")
@@ -162,16 +148,14 @@ def test_saved_tensors_hooks_pack_once_unpack_once(device, data):
     expect_values(rule, x.root.grad, want, "the gradient, from sin at unpack's 4 * x")
 
 
-@pytest.mark.invariant("saved_hooks.pack_unpack")
-@given(data=st.data())
-def test_saved_tensors_hooks_skip_the_version_check(device, data):
-    ex = Example(data, device)
+@rule_test("saved_hooks.pack_unpack")
+def test_saved_tensors_hooks_skip_the_version_check(ex):
     x = _nonleaf(ex)
     rule = "saved_hooks.pack_unpack"
     with torch.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), lambda t: t):
         z = x.tensor.sin()
     x.tensor.mul_(2)  # no version check: backward reads the written values
-    g, tg = _g(ex, x, device)
+    g, tg = _g(ex, x, ex.device)
     expect_no_raise(rule, lambda: z.backward(tg), "backward after the hooked saved x was written")
     now = round_to(x.values * 2, x.dtype)
     want = _root_grad(x, g, np.conj(round_to(np.cos(now), x.dtype)))

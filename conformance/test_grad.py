@@ -6,9 +6,8 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from conformance.check import (
@@ -18,7 +17,7 @@ from conformance.check import (
     expect_raises,
     expect_values,
 )
-from conformance.harness import Example
+from conformance.harness import rule_test
 from conformance.saving import draw_scenario
 from oracle.dtypes import round_to
 from strategies.dtypes import DTYPES
@@ -29,10 +28,8 @@ def _as_tensor(values: np.ndarray, like: torch.Tensor) -> torch.Tensor:
     return torch.tensor(values, dtype=like.dtype, device=like.device)
 
 
-@pytest.mark.invariant("grad.accumulates_across_backward")
-@given(data=st.data())
-def test_grad_accumulates_across_backward_calls(device, data):
-    ex = Example(data, device)
+@rule_test("grad.accumulates_across_backward")
+def test_grad_accumulates_across_backward_calls(ex):
     x = ex.tensor("x", roles=GRAD_ROLES)
     total = np.zeros(tuple(x.root.shape), dtype=DTYPES[x.dtype].compute_dtype)
     calls = ex.draw(st.integers(2, 4), "backward calls")
@@ -61,10 +58,8 @@ _PATHS = (
 )
 
 
-@pytest.mark.invariant("grad.accumulates_across_paths")
-@given(data=st.data())
-def test_grad_sums_over_paths(device, data):
-    ex = Example(data, device)
+@rule_test("grad.accumulates_across_paths")
+def test_grad_sums_over_paths(ex):
     x = ex.tensor("x", roles=GRAD_ROLES)
     paths = ex.draw(st.lists(st.sampled_from(_PATHS), min_size=2, max_size=4), "paths")
     scales = [ex.draw(st.integers(-3, 3), f"scale of path {i + 1}") for i in range(len(paths))]
@@ -95,10 +90,8 @@ _HANDED_PATHS = (
 )
 
 
-@pytest.mark.invariant("grad.gradient_argument_kept")
-@given(data=st.data())
-def test_the_gradient_handed_to_backward_is_only_read(device, data):
-    ex = Example(data, device)
+@rule_test("grad.gradient_argument_kept")
+def test_the_gradient_handed_to_backward_is_only_read(ex):
     x = ex.tensor("x", roles=GRAD_ROLES)
     name, path, factor = ex.draw(st.sampled_from(_HANDED_PATHS), "y = path(x)")
     grad = ex.gradient(x)
@@ -132,10 +125,8 @@ def test_the_gradient_handed_to_backward_is_only_read(device, data):
     )
 
 
-@pytest.mark.invariant("grad.matches_leaf")
-@given(data=st.data())
-def test_grad_has_leaf_shape_dtype_device(device, data):
-    ex = Example(data, device)
+@rule_test("grad.matches_leaf")
+def test_grad_has_leaf_shape_dtype_device(ex):
     x = ex.tensor("x", roles=GRAD_ROLES)
     (x.tensor * 2).backward(_as_tensor(ex.gradient(x), x.tensor))
     g, leaf = x.root.grad, x.root
@@ -144,10 +135,8 @@ def test_grad_has_leaf_shape_dtype_device(device, data):
     expect("grad.matches_leaf", got == want, f".grad is {got}, the leaf is {want}")
 
 
-@pytest.mark.invariant("grad.leaves_only")
-@given(data=st.data())
-def test_backward_fills_grad_of_leaves_only(device, data):
-    ex = Example(data, device)
+@rule_test("grad.leaves_only")
+def test_backward_fills_grad_of_leaves_only(ex):
     x = ex.tensor("x", roles=("view", "nonleaf"))
     y = x.tensor * 2
     y.backward(_as_tensor(ex.gradient(x), x.tensor))
@@ -162,10 +151,8 @@ def test_backward_fills_grad_of_leaves_only(device, data):
     expect("grad.leaves_only", x.root.grad is not None, "the leaf's .grad stayed None")
 
 
-@pytest.mark.invariant("grad.retain_grad")
-@given(data=st.data())
-def test_retain_grad(device, data):
-    ex = Example(data, device)
+@rule_test("grad.retain_grad")
+def test_retain_grad(ex):
     x = ex.tensor("x", roles=GRAD_ROLES)
     scale = ex.draw(st.integers(-3, 3), "scale")
     x.tensor.retain_grad()
@@ -184,10 +171,8 @@ def test_retain_grad(device, data):
     expect_values("grad.retain_grad", x.tensor.grad, grad * scale, "the retained .grad")
 
 
-@pytest.mark.invariant("grad.backward_twice_raises")
-@given(data=st.data())
-def test_second_backward_needs_retain_graph(device, data):
-    ex = Example(data, device)
+@rule_test("grad.backward_twice_raises")
+def test_second_backward_needs_retain_graph(ex):
     scenario = draw_scenario(ex)
     retain = ex.draw(st.booleans(), "retain_graph on the first call")
     with attributed_to("grad.backward_twice_raises", "the first backward"):
@@ -214,10 +199,8 @@ def test_second_backward_needs_retain_graph(device, data):
         )
 
 
-@pytest.mark.invariant("grad.nonscalar_needs_gradient")
-@given(data=st.data())
-def test_implicit_gradient_only_for_real_scalars(device, data):
-    ex = Example(data, device)
+@rule_test("grad.nonscalar_needs_gradient")
+def test_implicit_gradient_only_for_real_scalars(ex):
     x = ex.tensor("x", roles=GRAD_ROLES)
     y = x.tensor * 2
     if y.numel() != 1 or y.is_complex():
@@ -233,10 +216,8 @@ def test_implicit_gradient_only_for_real_scalars(device, data):
     expect_values("grad.nonscalar_needs_gradient", x.root.grad, expected, "implicit gradient")
 
 
-@pytest.mark.invariant("grad.requires_graph")
-@given(data=st.data())
-def test_backward_without_graph_raises(device, data):
-    ex = Example(data, device)
+@rule_test("grad.requires_graph")
+def test_backward_without_graph_raises(ex):
     x = ex.tensor("x", roles=("plain",))
     assume(x.tensor.numel() > 0)
     grad_mode = ex.draw(st.booleans(), "grad mode when computing")

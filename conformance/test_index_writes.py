@@ -7,14 +7,13 @@ from the oracle's formulas (oracle.index_ops)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import assume
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from conformance.check import expect, expect_values, storage_id
-from conformance.harness import Example
+from conformance.harness import Example, rule_test
 from oracle import index_ops
 from strategies.dtypes import DTYPES, elements
 from strategies.layouts import WRITABLE_LAYOUTS
@@ -67,10 +66,8 @@ def _source(ex: Example, shape, dtype: str, label: str) -> np.ndarray:
     return ex.draw(hnp.arrays(DTYPES[dtype].compute_dtype, shape, elements=elements(dtype)), label)
 
 
-@pytest.mark.invariant("index.writes_in_place", "version.bumps_on_inplace")
-@given(data=st.data())
-def test_indexed_writes_change_the_indexed_elements_in_place(device, data):
-    ex = Example(data, device)
+@rule_test("index.writes_in_place", "version.bumps_on_inplace")
+def test_indexed_writes_change_the_indexed_elements_in_place(ex):
     x = ex.tensor(
         "x",
         roles=("plain", "nonleaf"),
@@ -80,7 +77,7 @@ def test_indexed_writes_change_the_indexed_elements_in_place(device, data):
     name, params, src_shape, call = _draw_write(ex, x.shape, x.dtype)
     src = None if src_shape is None else _source(ex, src_shape, x.dtype, "source")
     before = (storage_id(x.tensor), x.tensor.data_ptr(), x.tensor._version)
-    v = None if src is None else torch.tensor(src, dtype=TORCH_DTYPES[x.dtype], device=device)
+    v = None if src is None else torch.tensor(src, dtype=TORCH_DTYPES[x.dtype], device=ex.device)
     result = call(x.tensor, v)
     fwd = _FORMULAS[name][0]
     expected = fwd(x.values, src, params)
@@ -96,27 +93,28 @@ def test_indexed_writes_change_the_indexed_elements_in_place(device, data):
         expect("index.writes_in_place", result is x.tensor, f"{name} returned another tensor")
 
 
-@pytest.mark.invariant("index.grad_to_source")
-@given(data=st.data())
-def test_gradient_of_an_indexed_write_reaches_the_source(device, data):
-    ex = Example(data, device)
+@rule_test("index.grad_to_source")
+def test_gradient_of_an_indexed_write_reaches_the_source(ex):
     dtype = ex.draw(st.sampled_from(ex.grad_dtypes()), "dtype")
     ex.record(dtype)
     shape = ex.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), "shape")
     name, params, src_shape, call = _draw_write(ex, shape, dtype)
     root_values = _source(ex, shape, dtype, "x")
     tdtype = TORCH_DTYPES[dtype]
-    root = torch.tensor(root_values, dtype=tdtype, device=device, requires_grad=True)
+    root = torch.tensor(root_values, dtype=tdtype, device=ex.device, requires_grad=True)
     base = root * 1
     src = None
     if src_shape is not None:
         src = torch.tensor(
-            _source(ex, src_shape, dtype, "source"), dtype=tdtype, device=device, requires_grad=True
+            _source(ex, src_shape, dtype, "source"),
+            dtype=tdtype,
+            device=ex.device,
+            requires_grad=True,
         )
     call(base, src)
     g = _source(ex, shape, dtype, "gradient")
     assume(np.all(np.isfinite(g)))
-    base.backward(torch.tensor(g, dtype=tdtype, device=device))
+    base.backward(torch.tensor(g, dtype=tdtype, device=ex.device))
     to_self, to_src = _FORMULAS[name][1](g, params, src_shape)
     expect_values("index.grad_to_source", root.grad, to_self, f"x's gradient through {name}")
     if src is not None:

@@ -3,23 +3,19 @@ for backward."""
 
 from __future__ import annotations
 
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import expect, expect_raises
-from conformance.harness import Example
+from conformance.harness import rule_test
 from strategies.tensors import TORCH_DTYPES
 
 
-@pytest.mark.invariant("inference.no_version_counter")
-@given(data=st.data())
-def test_inference_tensors_have_no_version(device, data):
-    ex = Example(data, device)
+@rule_test("inference.no_version_counter")
+def test_inference_tensors_have_no_version(ex):
     x = ex.tensor("x", roles=("plain",), layout_kinds=("contiguous",))
     with torch.inference_mode():
-        t = torch.tensor(x.values, dtype=TORCH_DTYPES[x.dtype], device=device)
+        t = torch.tensor(x.values, dtype=TORCH_DTYPES[x.dtype], device=ex.device)
         made = ex.draw(st.sampled_from(["the tensor", "t * 1", "t.clone()", "t[...]"]), "made")
         t = {
             "the tensor": t,
@@ -36,13 +32,11 @@ def test_inference_tensors_have_no_version(device, data):
     )
 
 
-@pytest.mark.invariant("inference.not_saved_for_backward")
-@given(data=st.data())
-def test_inference_tensor_cannot_be_saved(device, data):
-    ex = Example(data, device)
+@rule_test("inference.not_saved_for_backward")
+def test_inference_tensor_cannot_be_saved(ex):
     x = ex.tensor("x", roles=("leaf",))
     with torch.inference_mode():
-        t = torch.tensor(x.values, dtype=TORCH_DTYPES[x.dtype], device=device)
+        t = torch.tensor(x.values, dtype=TORCH_DTYPES[x.dtype], device=ex.device)
     saver = ex.draw(st.sampled_from(["x * t", "t * x", "x / t", "torch.mul(x, t)"]), "op")
     compute = {
         "x * t": lambda: x.tensor * t,

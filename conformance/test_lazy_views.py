@@ -8,13 +8,10 @@ bit into new memory, or hand back the tensor itself when it has none."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
 
 from conformance.check import attributed_to, expect, expect_values, shares_storage
-from conformance.harness import Example
+from conformance.harness import rule_test
 from strategies.dtypes import arrays
 
 # name, call, (bit, reads: values -> what the view reads), for a complex x
@@ -37,10 +34,8 @@ def _bit(t: torch.Tensor, bit: str) -> bool:
     return t.is_conj() if bit == "conj" else t.is_neg()
 
 
-@pytest.mark.invariant("view.conj_lazy")
-@given(data=st.data())
-def test_conj_is_a_view_that_reads_and_writes_through_its_bit(device, data):
-    ex = Example(data, device)
+@rule_test("view.conj_lazy")
+def test_conj_is_a_view_that_reads_and_writes_through_its_bit(ex):
     x = ex.tensor("x", dtypes=ex.dtypes(("complex",)), roles=("plain", "nonleaf", "view"))
     base = x.tensor.detach().clone()  # a tensor of its own to write into
     for name, make, bit, reads in _BIT_VIEWS:
@@ -57,7 +52,7 @@ def test_conj_is_a_view_that_reads_and_writes_through_its_bit(device, data):
         value = ex.draw(arrays(x.dtype, tuple(w.shape)), f"written through {name}")
         before = base._version
         with torch.no_grad(), attributed_to("view.conj_lazy", f"{name}.copy_(...)"):
-            w.copy_(torch.tensor(value, dtype=base.dtype, device=device))
+            w.copy_(torch.tensor(value, dtype=base.dtype, device=ex.device))
         expect_values("view.conj_lazy", base, _stored(name, value), f"x after {name}.copy_")
         expect(
             "view.conj_lazy",
@@ -78,10 +73,8 @@ def _stored(name: str, value: np.ndarray) -> np.ndarray:
     return np.conj(value) if name == "x.conj()" else np.conj(np.swapaxes(value, -1, -2))
 
 
-@pytest.mark.invariant("view.conj_lazy")
-@given(data=st.data())
-def test_conj_passes_the_conjugate_gradient_and_leaves_real_tensors_alone(device, data):
-    ex = Example(data, device)
+@rule_test("view.conj_lazy")
+def test_conj_passes_the_conjugate_gradient_and_leaves_real_tensors_alone(ex):
     x = ex.tensor("x", dtypes=ex.grad_dtypes(), roles=("leaf",))
     v = x.tensor.conj()
     if not x.tensor.is_complex():
@@ -90,14 +83,12 @@ def test_conj_passes_the_conjugate_gradient_and_leaves_real_tensors_alone(device
         return
     g = ex.gradient(x)
     with attributed_to("view.conj_lazy", "x.conj().backward(g)"):
-        v.backward(torch.tensor(g, dtype=x.tensor.dtype, device=device))
+        v.backward(torch.tensor(g, dtype=x.tensor.dtype, device=ex.device))
     expect_values("view.conj_lazy", x.tensor.grad, np.conj(g), f"x.grad after x.conj() given {g}")
 
 
-@pytest.mark.invariant("view.conj_resolve")
-@given(data=st.data())
-def test_resolve_materialises_the_bit_in_new_memory(device, data):
-    ex = Example(data, device)
+@rule_test("view.conj_resolve")
+def test_resolve_materialises_the_bit_in_new_memory(ex):
     x = ex.tensor("x", dtypes=ex.dtypes(("float", "complex")), roles=("plain", "nonleaf", "view"))
     complex_ = x.tensor.is_complex()
     for name, make, resolve, reads in (

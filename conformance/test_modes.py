@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import attributed_to, expect, expect_raises, expect_values
-from conformance.harness import Example
+from conformance.harness import Example, rule_test
 from conformance.writes import writes_for
 from oracle.dtypes import round_to
 from strategies.dtypes import elements
@@ -153,13 +153,11 @@ def _inference_tensor(ex: Example, x, device: str) -> tuple[str, torch.Tensor]:
     return made, t
 
 
-@pytest.mark.invariant("inference.inplace_outside_raises")
-@given(data=st.data())
-def test_inplace_on_inference_tensor_outside_inference_mode_raises(device, data):
-    ex = Example(data, device)
+@rule_test("inference.inplace_outside_raises")
+def test_inplace_on_inference_tensor_outside_inference_mode_raises(ex):
     x = ex.tensor("x", roles=("plain",), layout_kinds=("contiguous",))
-    made, t = _inference_tensor(ex, x, device)
-    write = ex.draw(st.sampled_from(writes_for(x.dtype, device=device)), "write")
+    made, t = _inference_tensor(ex, x, ex.device)
+    write = ex.draw(st.sampled_from(writes_for(x.dtype, device=ex.device)), "write")
     value = ex.draw(elements(x.dtype), "value")
     where = ex.draw(
         st.sampled_from(["grad mode", "no_grad", "inference_mode(False)", "inference_mode"]),
@@ -182,10 +180,8 @@ def test_inplace_on_inference_tensor_outside_inference_mode_raises(device, data)
         expect_raises(inv, "INFERENCE_INPLACE", lambda: write.apply(t, value), what)
 
 
-@pytest.mark.invariant("inference.view_inplace_raises")
-@given(data=st.data())
-def test_view_made_in_inference_mode_refuses_inplace_with_grad(device, data):
-    ex = Example(data, device)
+@rule_test("inference.view_inplace_raises")
+def test_view_made_in_inference_mode_refuses_inplace_with_grad(ex):
     x = ex.tensor("x", roles=("leaf", "view", "nonleaf"), layout_kinds=WRITABLE_LAYOUTS)
     view = ex.draw(views(x.shape, x.tensor.is_contiguous(), writable=True), "view")
     with torch.inference_mode():

@@ -9,9 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from conformance.check import (
@@ -25,7 +24,7 @@ from conformance.check import (
     shares_storage,
     storage_id,
 )
-from conformance.harness import Example
+from conformance.harness import Example, rule_test
 from conformance.writes import bumps_for
 from oracle.dtypes import round_to
 from oracle.tolerances import EPS
@@ -108,10 +107,8 @@ def _kernels(ex: Example, dtype: str, backward: bool = False) -> tuple[Unary, ..
     return tuple(u for u in _unaries(dtype) if ex.has_kernel(u.name, u.torch, (dtype,), backward))
 
 
-@pytest.mark.invariant("ops.values")
-@given(data=st.data())
-def test_ops_compute_their_values(device, data):
-    ex = Example(data, device)
+@rule_test("ops.values")
+def test_ops_compute_their_values(ex):
     x = ex.tensor("x", values=small_elements)
     for op in _kernels(ex, x.dtype):  # every op on every example: a broken one cannot hide
         with attributed_to("ops.values", str(op)):
@@ -122,10 +119,8 @@ def test_ops_compute_their_values(device, data):
         expect_values("ops.values", y, round_to(expected, out), str(op))
 
 
-@pytest.mark.invariant("ops.inplace_writes_self")
-@given(data=st.data())
-def test_inplace_ops_write_self_and_return_it(device, data):
-    ex = Example(data, device)
+@rule_test("ops.inplace_writes_self")
+def test_inplace_ops_write_self_and_return_it(ex):
     x = ex.tensor("x", roles=("plain", "nonleaf"), layout_kinds=WRITABLE_LAYOUTS)
     op = ex.draw(st.sampled_from(bumps_for(x.dtype, device=x.device)), "in-place op")
     before = (storage_id(x.tensor), x.tensor.data_ptr(), tuple(x.tensor.shape))
@@ -137,10 +132,8 @@ def test_inplace_ops_write_self_and_return_it(device, data):
         expect("ops.inplace_writes_self", result is x.tensor, f"{op} returned another tensor")
 
 
-@pytest.mark.invariant("ops.out_of_place_new_tensor")
-@given(data=st.data())
-def test_out_of_place_ops_leave_inputs_alone(device, data):
-    ex = Example(data, device)
+@rule_test("ops.out_of_place_new_tensor")
+def test_out_of_place_ops_leave_inputs_alone(ex):
     x = ex.tensor("x", values=small_elements)
     for op in _kernels(ex, x.dtype):
         y = op.torch(x.tensor)
@@ -162,10 +155,8 @@ _BINARY = (
 )
 
 
-@pytest.mark.invariant("ops.shape_errors")
-@given(data=st.data())
-def test_shapes_that_do_not_broadcast_raise(device, data):
-    ex = Example(data, device)
+@rule_test("ops.shape_errors")
+def test_shapes_that_do_not_broadcast_raise(ex):
     x = ex.tensor(
         "x",
         roles=("plain",),
@@ -177,7 +168,7 @@ def test_shapes_that_do_not_broadcast_raise(device, data):
     dim = ex.draw(st.sampled_from(sized), "dim")
     size = ex.draw(st.integers(0, 5).filter(lambda n: n not in (1, x.shape[dim])), "other size")
     shape = x.shape[:dim] + (size,) + x.shape[dim + 1 :]
-    y = torch.zeros(shape, dtype=x.tensor.dtype, device=device)
+    y = torch.zeros(shape, dtype=x.tensor.dtype, device=ex.device)
     name, op = ex.draw(st.sampled_from(_BINARY), "op")
     expect_raises(
         "ops.shape_errors",
@@ -187,13 +178,11 @@ def test_shapes_that_do_not_broadcast_raise(device, data):
     )
 
 
-@pytest.mark.invariant("grad.requires_grad_propagates")
-@given(data=st.data())
-def test_results_require_grad_when_an_input_does(device, data):
-    ex = Example(data, device)
+@rule_test("grad.requires_grad_propagates")
+def test_results_require_grad_when_an_input_does(ex):
     x = ex.tensor("x", dtypes=ex.grad_dtypes())
     y_grad = ex.draw(st.booleans(), "y requires grad")
-    y = torch.ones(x.shape, dtype=x.tensor.dtype, device=device, requires_grad=y_grad)
+    y = torch.ones(x.shape, dtype=x.tensor.dtype, device=ex.device, requires_grad=y_grad)
     binary = [(n, f) for n, f in _BINARY if "_" not in n]
     for name, op in binary:
         z = op(x.tensor, y)
@@ -214,17 +203,15 @@ def test_results_require_grad_when_an_input_does(device, data):
         )
 
 
-@pytest.mark.invariant("grad.formula")
-@given(data=st.data())
-def test_gradients_follow_each_ops_formula(device, data):
-    ex = Example(data, device)
+@rule_test("grad.formula")
+def test_gradients_follow_each_ops_formula(ex):
     x = ex.tensor("x", roles=GRAD_ROLES, values=small_elements)
     grad = ex.gradient(x)
     for op in (u for u in _kernels(ex, x.dtype, backward=True) if u.slope is not None):
         x.root.grad = None  # each op's gradient on its own
         y = op.torch(x.tensor)
         with attributed_to("grad.formula", f"backward of {op}"):
-            y.backward(torch.tensor(grad, dtype=y.dtype, device=device), retain_graph=True)
+            y.backward(torch.tensor(grad, dtype=y.dtype, device=ex.device), retain_graph=True)
         with np.errstate(all="ignore"):  # the formulas read the result torch stored
             slope = op.slope(x.values, round_to(op.value(x.values), x.dtype))
         # in the dtype, as torch computes it: a float16 gradient may overflow to inf
@@ -242,10 +229,8 @@ def test_gradients_follow_each_ops_formula(device, data):
         )
 
 
-@pytest.mark.invariant("grad.requires_grad_flag_on_leaves")
-@given(data=st.data())
-def test_requires_grad_can_only_be_switched_off_on_leaves(device, data):
-    ex = Example(data, device)
+@rule_test("grad.requires_grad_flag_on_leaves")
+def test_requires_grad_can_only_be_switched_off_on_leaves(ex):
     x = ex.tensor("x", dtypes=ex.grad_dtypes())
     t = x.tensor
     switch = ex.draw(

@@ -3,14 +3,12 @@ backward checks the versions of what it saved."""
 
 from __future__ import annotations
 
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import build
 from conformance.check import attributed_to, expect, expect_no_raise, expect_raises
-from conformance.harness import Example
+from conformance.harness import rule_test
 from conformance.saving import draw_scenario
 from conformance.writes import bumps_for, writes_for
 from strategies.dtypes import DTYPES, elements
@@ -18,10 +16,8 @@ from strategies.layouts import WRITABLE_LAYOUTS
 from strategies.views import views
 
 
-@pytest.mark.invariant("version.bumps_on_inplace")
-@given(data=st.data())
-def test_every_inplace_op_bumps_the_version(device, data):
-    ex = Example(data, device)
+@rule_test("version.bumps_on_inplace")
+def test_every_inplace_op_bumps_the_version(ex):
     x = ex.tensor("x", layout_kinds=WRITABLE_LAYOUTS)
     op = ex.draw(st.sampled_from(bumps_for(x.dtype, device=x.device)), "in-place op")
     # in-place on a leaf that requires grad, or a view of one, needs no_grad
@@ -60,10 +56,8 @@ def _reads(x, view) -> list[tuple[str, object]]:
     return reads
 
 
-@pytest.mark.invariant("version.unchanged_out_of_place")
-@given(data=st.data())
-def test_out_of_place_ops_leave_the_version(device, data):
-    ex = Example(data, device)
+@rule_test("version.unchanged_out_of_place")
+def test_out_of_place_ops_leave_the_version(ex):
     x = ex.tensor("x")
     view = ex.draw(views(x.shape, x.tensor.is_contiguous()), "view")
     name, read = ex.draw(st.sampled_from(_reads(x, view)), "op")
@@ -77,10 +71,8 @@ def test_out_of_place_ops_leave_the_version(device, data):
     )
 
 
-@pytest.mark.invariant("version.saved_modified_raises")
-@given(data=st.data())
-def test_writing_a_saved_tensor_makes_backward_raise(device, data):
-    ex = Example(data, device)
+@rule_test("version.saved_modified_raises")
+def test_writing_a_saved_tensor_makes_backward_raise(ex):
     scenario = draw_scenario(ex, "savers")
     write = ex.draw(
         st.sampled_from(writes_for(scenario.x.dtype, device=scenario.x.device)), "write"
@@ -95,10 +87,8 @@ def test_writing_a_saved_tensor_makes_backward_raise(device, data):
     )
 
 
-@pytest.mark.invariant("version.unsaved_modified_ok")
-@given(data=st.data())
-def test_writing_an_unsaved_tensor_leaves_backward_working(device, data):
-    ex = Example(data, device)
+@rule_test("version.unsaved_modified_ok")
+def test_writing_an_unsaved_tensor_leaves_backward_working(ex):
     scenario = draw_scenario(ex, "non-savers")
     targets = {"x": scenario.x.tensor, "other": scenario.other, "y": scenario.y}
     written = ex.draw(st.sampled_from(sorted(targets)), "written tensor")
@@ -116,10 +106,8 @@ def test_writing_an_unsaved_tensor_leaves_backward_working(device, data):
     )
 
 
-@pytest.mark.invariant("version.no_grad_bumps")
-@given(data=st.data())
-def test_inplace_under_no_grad_still_bumps(device, data):
-    ex = Example(data, device)
+@rule_test("version.no_grad_bumps")
+def test_inplace_under_no_grad_still_bumps(ex):
     x = ex.tensor("x", layout_kinds=WRITABLE_LAYOUTS)
     op = ex.draw(st.sampled_from(bumps_for(x.dtype, device=x.device)), "in-place op")
     before = x.tensor._version

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from conformance.check import expect, expect_raises, expect_values, shares_storage
-from conformance.harness import Example
+from conformance.harness import Example, rule_test
 from conformance.writes import writes_for
 from strategies.dtypes import arrays, elements
 from strategies.layouts import WRITABLE_LAYOUTS
@@ -21,10 +20,8 @@ def _view(ex: Example, x, writable: bool = False, label: str = "view"):
     return ex.draw(views(x.shape, x.tensor.is_contiguous(), writable=writable), label)
 
 
-@pytest.mark.invariant("view.shares_storage_and_version")
-@given(data=st.data())
-def test_view_shares_storage_and_version(device, data):
-    ex = Example(data, device)
+@rule_test("view.shares_storage_and_version")
+def test_view_shares_storage_and_version(ex):
     x = ex.tensor("base", layout_kinds=WRITABLE_LAYOUTS)
     view = _view(ex, x, writable=True)
     v = view(x.tensor)
@@ -62,10 +59,8 @@ def test_view_shares_storage_and_version(device, data):
         )
 
 
-@pytest.mark.invariant("view.write_visible")
-@given(data=st.data())
-def test_writes_through_views_are_seen_both_ways(device, data):
-    ex = Example(data, device)
+@rule_test("view.write_visible")
+def test_writes_through_views_are_seen_both_ways(ex):
     x = ex.tensor("base", layout_kinds=WRITABLE_LAYOUTS)
     view = _view(ex, x, writable=True)
     v = view(x.tensor)
@@ -90,10 +85,8 @@ def test_writes_through_views_are_seen_both_ways(device, data):
             expect_values("view.write_visible", v, values[index], f"{view} after base.{write}")
 
 
-@pytest.mark.invariant("view.base_is_root")
-@given(data=st.data())
-def test_view_base_is_the_root(device, data):
-    ex = Example(data, device)
+@rule_test("view.base_is_root")
+def test_view_base_is_the_root(ex):
     x = ex.tensor("base")
     root = x.tensor._base if x.tensor._base is not None else x.tensor
     t = x.tensor
@@ -119,17 +112,17 @@ _INPLACE_ON_VIEW = (
 )
 
 
-@pytest.mark.invariant("view.inplace_updates_base_grad")
-@given(data=st.data())
-def test_inplace_on_view_updates_base_history(device, data):
-    ex = Example(data, device)
+@rule_test("view.inplace_updates_base_grad")
+def test_inplace_on_view_updates_base_history(ex):
     dtype = ex.draw(st.sampled_from(ex.grad_dtypes()), "dtype")
     ex.record(dtype)
     from strategies.shapes import shapes
 
     shape = ex.draw(shapes(), "shape")
     root_values = ex.draw(arrays(dtype, shape), "root values")
-    root = torch.tensor(root_values, dtype=TORCH_DTYPES[dtype], device=device, requires_grad=True)
+    root = torch.tensor(
+        root_values, dtype=TORCH_DTYPES[dtype], device=ex.device, requires_grad=True
+    )
     base = root * 1
     earlier = ex.draw(views(shape, True, multi_output=False), "view taken before the write")
     u = earlier(base)
@@ -142,7 +135,7 @@ def test_inplace_on_view_updates_base_history(device, data):
     through = ex.draw(st.sampled_from(["base", "earlier view"]), "backward through")
     out = base if through == "base" else u
     g = ex.draw(arrays(dtype, tuple(out.shape)), "gradient")
-    out.backward(torch.tensor(g, dtype=out.dtype, device=device))
+    out.backward(torch.tensor(g, dtype=out.dtype, device=ex.device))
     grad = np.zeros(root_values.size, dtype=np.result_type(g, np.float64))
     index = np.arange(root_values.size) if through == "base" else earlier.index_map(shape)
     np.add.at(grad, np.asarray(index).reshape(-1), g.reshape(-1))
@@ -161,10 +154,8 @@ def test_inplace_on_view_updates_base_history(device, data):
     )
 
 
-@pytest.mark.invariant("view.overlapping_write_raises")
-@given(data=st.data())
-def test_write_to_overlapping_memory_raises(device, data):
-    ex = Example(data, device)
+@rule_test("view.overlapping_write_raises")
+def test_write_to_overlapping_memory_raises(ex):
     x = ex.tensor("base", roles=("plain",))
     if x.layout.overlapping:
         t, what = x.tensor, f"a tensor of layout {x.layout}"

@@ -12,14 +12,12 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from conformance.check import close, expect, expect_raises, storage_id
-from conformance.harness import Example
+from conformance.harness import Example, rule_test
 from oracle.dtypes import kind, round_to
 from oracle.write_rows import SAME_DTYPE, can_cast
 from strategies.dtypes import DTYPES, elements
@@ -67,23 +65,21 @@ def _run(call, tensors, out):
     return result, any(RESIZED in str(w.message) for w in seen)
 
 
-@pytest.mark.invariant("out.writes_out")
-@given(data=st.data())
-def test_out_returns_out_holding_the_result(device, data):
-    ex = Example(data, device)
+@rule_test("out.writes_out")
+def test_out_returns_out_holding_the_result(ex):
     name, call, tensors, want, dtype = _case(ex)
     ex.record(dtype)
     layout = ex.draw(
         st.sampled_from(["contiguous", "transposed", "a view of a larger tensor"]), "out's layout"
     )
     shape = tuple(want.shape)
-    out = torch.zeros(shape, dtype=TORCH_DTYPES[dtype], device=device)
+    out = torch.zeros(shape, dtype=TORCH_DTYPES[dtype], device=ex.device)
     if layout == "transposed" and len(shape) >= 2:
-        out = torch.zeros(shape[::-1], dtype=out.dtype, device=device).permute(
+        out = torch.zeros(shape[::-1], dtype=out.dtype, device=ex.device).permute(
             *range(len(shape) - 1, -1, -1)
         )
     elif layout == "a view of a larger tensor":
-        out = torch.zeros((2, *shape), dtype=out.dtype, device=device)[1]
+        out = torch.zeros((2, *shape), dtype=out.dtype, device=ex.device)[1]
     before = (storage_id(out), out.data_ptr(), tuple(out.stride()), out._version)
     inputs = [(to_numpy(t), t._version) for t in tensors]
     result, _ = _run(call, tensors, out)
@@ -101,10 +97,8 @@ def test_out_returns_out_holding_the_result(device, data):
         expect("out.writes_out", close(to_numpy(t), values, dtype), "an input changed")
 
 
-@pytest.mark.invariant("out.resizes_out")
-@given(data=st.data())
-def test_an_out_of_another_shape_is_resized(device, data):
-    ex = Example(data, device)
+@rule_test("out.resizes_out")
+def test_an_out_of_another_shape_is_resized(ex):
     name, call, tensors, want, dtype = _case(ex)
     ex.record(dtype)
     shape = tuple(want.shape)
@@ -114,7 +108,7 @@ def test_an_out_of_another_shape_is_resized(device, data):
         ),
         "out's shape",
     )
-    out = torch.zeros(other, dtype=TORCH_DTYPES[dtype], device=device)
+    out = torch.zeros(other, dtype=TORCH_DTYPES[dtype], device=ex.device)
     fits = out.untyped_storage().nbytes() >= want.size * out.element_size()
     before = (storage_id(out), out.data_ptr())
     result, warned = _run(call, tensors, out)
@@ -137,10 +131,8 @@ def test_an_out_of_another_shape_is_resized(device, data):
     )
 
 
-@pytest.mark.invariant("out.no_autograd")
-@given(data=st.data())
-def test_out_refuses_arguments_that_require_grad_in_grad_mode(device, data):
-    ex = Example(data, device)
+@rule_test("out.no_autograd")
+def test_out_refuses_arguments_that_require_grad_in_grad_mode(ex):
     name, call, _, _, _ = _case(ex)
     dtype = ex.draw(st.sampled_from(ex.grad_dtypes()), "dtype")
     ex.record(dtype)
@@ -150,8 +142,8 @@ def test_out_refuses_arguments_that_require_grad_in_grad_mode(device, data):
     shape = ex.draw(_SHAPES, "shape")
     which = ex.draw(st.sampled_from(["an input", "out", "both"]), "what requires grad")
     td = TORCH_DTYPES[dtype]
-    a = torch.ones(shape, dtype=td, device=device, requires_grad=which != "out")
-    out = torch.zeros(shape, dtype=td, device=device, requires_grad=which != "an input")
+    a = torch.ones(shape, dtype=td, device=ex.device, requires_grad=which != "out")
+    out = torch.zeros(shape, dtype=td, device=ex.device, requires_grad=which != "an input")
     expect_raises(
         "out.no_autograd",
         "OUT_AUTOGRAD",
@@ -168,15 +160,13 @@ def test_out_refuses_arguments_that_require_grad_in_grad_mode(device, data):
     )
 
 
-@pytest.mark.invariant("out.dtype_cast")
-@given(data=st.data())
-def test_the_result_is_cast_into_outs_dtype_where_it_can_be(device, data):
-    ex = Example(data, device)
+@rule_test("out.dtype_cast")
+def test_the_result_is_cast_into_outs_dtype_where_it_can_be(ex):
     name, call, tensors, want, computed = _case(ex)
     ex.record(computed)
     for out_dtype in ex.dtypes():  # every dtype: a cast wrong for one alone shows
         ex.record(out_dtype)
-        out = torch.zeros(want.shape, dtype=TORCH_DTYPES[out_dtype], device=device)
+        out = torch.zeros(want.shape, dtype=TORCH_DTYPES[out_dtype], device=ex.device)
         what = f"torch.{name}({computed} inputs, out=<{out_dtype}>)"
         if name in SAME_DTYPE and out_dtype != computed:
             expect_raises("out.dtype_cast", "OUT_DTYPE", lambda o=out: _run(call, tensors, o), what)
@@ -231,10 +221,8 @@ def _tensor(ex: Example, dtype: str, label: str) -> torch.Tensor:
     return t
 
 
-@pytest.mark.invariant("resize.in_place")
-@given(data=st.data())
-def test_resize_changes_the_shape_in_place(device, data):
-    ex = Example(data, device)
+@rule_test("resize.in_place")
+def test_resize_changes_the_shape_in_place(ex):
     dtype = ex.draw(st.sampled_from(ex.dtypes()), "dtype")
     ex.record(dtype)
     x = _tensor(ex, dtype, "x")
@@ -270,13 +258,11 @@ def test_resize_changes_the_shape_in_place(device, data):
     expect("resize.in_place", x.is_contiguous(), f"x has strides {x.stride()}")
 
 
-@pytest.mark.invariant("resize.requires_grad_raises")
-@given(data=st.data())
-def test_resize_of_a_tensor_that_requires_grad_raises(device, data):
-    ex = Example(data, device)
+@rule_test("resize.requires_grad_raises")
+def test_resize_of_a_tensor_that_requires_grad_raises(ex):
     dtype = ex.draw(st.sampled_from(ex.grad_dtypes()), "dtype")
     ex.record(dtype)
-    leaf = torch.ones((2, 3), dtype=TORCH_DTYPES[dtype], device=device, requires_grad=True)
+    leaf = torch.ones((2, 3), dtype=TORCH_DTYPES[dtype], device=ex.device, requires_grad=True)
     which = ex.draw(st.sampled_from(["a leaf", "a result", "a view of a result"]), "x")
     x = {"a leaf": leaf, "a result": leaf * 2, "a view of a result": (leaf * 2)[1:]}[which]
     new = ex.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), "new shape")
@@ -293,10 +279,8 @@ def test_resize_of_a_tensor_that_requires_grad_raises(device, data):
     expect("resize.requires_grad_raises", after == old, f"x went from {old} to {after}")
 
 
-@pytest.mark.invariant("set.shares_source")
-@given(data=st.data())
-def test_set_shares_the_source(device, data):
-    ex = Example(data, device)
+@rule_test("set.shares_source")
+def test_set_shares_the_source(ex):
     dtype = ex.draw(st.sampled_from(ex.dtypes()), "dtype")
     ex.record(dtype)
     x, y = _tensor(ex, dtype, "x"), _tensor(ex, dtype, "y")
@@ -348,10 +332,8 @@ _FOREACH = {  # name: (torch call over the list, the same write one tensor at a 
 }
 
 
-@pytest.mark.invariant("foreach.inplace_grad")
-@given(data=st.data())
-def test_foreach_writes_each_tensor_as_its_in_place_op_and_records_it(device, data):
-    ex = Example(data, device)
+@rule_test("foreach.inplace_grad")
+def test_foreach_writes_each_tensor_as_its_in_place_op_and_records_it(ex):
     dtype = ex.draw(st.sampled_from(ex.grad_dtypes()), "dtype")
     ex.record(dtype)
     name = ex.draw(st.sampled_from(sorted(_FOREACH)), "op")
@@ -365,11 +347,11 @@ def test_foreach_writes_each_tensor_as_its_in_place_op_and_records_it(device, da
     view = ex.draw(st.booleans(), "the first a view of a result")
 
     def run(apply_all: bool):
-        leaves = [torch.tensor(r, dtype=td, device=device, requires_grad=True) for r in roots]
+        leaves = [torch.tensor(r, dtype=td, device=ex.device, requires_grad=True) for r in roots]
         xs = [leaf * 1 for leaf in leaves]
         if view and xs[0].dim() >= 1:
             xs[0] = xs[0][0:]  # a view of a result: its base is written too
-        ys = [torch.tensor(o, dtype=td, device=device) for o in others]
+        ys = [torch.tensor(o, dtype=td, device=ex.device) for o in others]
         before = [(x.grad_fn, x._version) for x in xs]
         if apply_all:
             together(xs, c, ys)
@@ -378,7 +360,7 @@ def test_foreach_writes_each_tensor_as_its_in_place_op_and_records_it(device, da
                 one_by_one(x, c, y)
         after = [(x.grad_fn, x._version) for x in xs]
         values = [to_numpy(x) for x in xs]
-        torch.autograd.backward(xs, [torch.tensor(g, dtype=td, device=device) for g in grads])
+        torch.autograd.backward(xs, [torch.tensor(g, dtype=td, device=ex.device) for g in grads])
         return before, after, values, [to_numpy(leaf.grad) for leaf in leaves]
 
     before, after, values, leaf_grads = run(True)
@@ -403,19 +385,17 @@ def test_foreach_writes_each_tensor_as_its_in_place_op_and_records_it(device, da
         )
 
 
-@pytest.mark.invariant("foreach.inplace_grad")
-@given(data=st.data())
-def test_foreach_on_a_leaf_that_requires_grad_raises_before_writing(device, data):
-    ex = Example(data, device)
+@rule_test("foreach.inplace_grad")
+def test_foreach_on_a_leaf_that_requires_grad_raises_before_writing(ex):
     dtype = ex.draw(st.sampled_from(ex.grad_dtypes()), "dtype")
     ex.record(dtype)
     name = ex.draw(st.sampled_from(sorted(_FOREACH)), "op")
     together, _ = _FOREACH[name]
     td = TORCH_DTYPES[dtype]
-    plain = torch.ones(3, dtype=td, device=device)
-    leaf = torch.ones(3, dtype=td, device=device, requires_grad=True)
+    plain = torch.ones(3, dtype=td, device=ex.device)
+    leaf = torch.ones(3, dtype=td, device=ex.device, requires_grad=True)
     xs = [plain, leaf] if ex.draw(st.booleans(), "the leaf second") else [leaf, plain]
-    ys = [torch.full((3,), 2.0, dtype=td, device=device) for _ in xs]
+    ys = [torch.full((3,), 2.0, dtype=td, device=ex.device) for _ in xs]
     expect_raises(
         "foreach.inplace_grad",
         "INPLACE_ON_LEAF",
