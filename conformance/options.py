@@ -53,11 +53,12 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--timeout",
-        default=watch.DEFAULT_LIMIT,
+        default=None,
         type=float,
         metavar="SECONDS",
         help=f"an example running longer is reported hung (default {watch.DEFAULT_LIMIT:g}; "
-        "0: no limit)",
+        f"{watch.CODEGEN_LIMIT:g} with a --compile backend that generates code, such as "
+        "inductor; 0: no limit)",
     )
     group.addoption(
         "--schema",
@@ -153,3 +154,13 @@ def header(config: pytest.Config) -> list[str]:
             else []
         ),
     ]
+
+
+def example_limit(config: pytest.Config) -> float:
+    """Seconds an example may run before it is reported hung (0: no limit):
+    --timeout, or by default longer where a compile target generates code."""
+    given = config.getoption("timeout")
+    if given is not None:
+        return given
+    codegen = any(t.available and not t.same_kernels for t in compile_targets.current_targets())
+    return watch.CODEGEN_LIMIT if codegen else watch.DEFAULT_LIMIT

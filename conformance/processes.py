@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import watch
+from conformance import options, watch
 from conformance.run_state import RUN_FOLDER
 
 
@@ -54,7 +54,7 @@ def start_watch(session: pytest.Session) -> None:
     config = session.config
     if _is_controller_of_workers(config):
         return  # the controller runs no test
-    limit = config.getoption("timeout") or None
+    limit = options.example_limit(config) or None
     name = _process_name(config)
     folder = config.stash[RUN_FOLDER]
     (folder / f"{name}.pid").write_text(str(os.getpid()))

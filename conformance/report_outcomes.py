@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import evidence, watch
+from conformance import evidence, options, watch
 from conformance.failures import crash_text, minimal_example, traceback_summary
 from conformance.internal import internal_error_in
 from conformance.marking import unexpectedly_holding
@@ -84,7 +84,7 @@ def _unfinished_outcome(report: pytest.TestReport, props: dict, problem: dict) -
     context = problem.pop("context", None)
     limit = problem.pop("limit", None)  # what a replay of the example is judged by
     if limit is None and CONFIG:
-        limit = CONFIG[0].getoption("timeout")
+        limit = options.example_limit(CONFIG[0])
     status = problem["status"]
     detail = problem.get("detail", "")
     first = next((line for line in detail.splitlines() if line.strip()), status)

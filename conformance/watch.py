@@ -52,6 +52,12 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_LIMIT = 60.0  # seconds per example: generous, every example of the default run takes < 1 s
+# A backend that generates code (inductor: C++ kernels, each a compiler run)
+# spends most of an example compiling: its first program took 63.7 s on a
+# 2-core machine, and a new one waited past 60 s for its kernels at a load of
+# 10 (docs/speed.md). Unless --timeout says otherwise, a run with such a
+# target gives every example this long.
+CODEGEN_LIMIT = 300.0
 GRACE = 5.0  # seconds past the limit before the watchdog ends a stuck process
 HUNG_EXIT = 86  # the status a worker the watchdog ended exits with
 

@@ -230,3 +230,24 @@ def test_a_compiled_tests_replay_gets_its_target_back():
     context = json.loads(json.dumps(runtest.replay_context(item)))
     assert context["params"] == {"device": "cpu", "shard": 0}
     assert parse_targets(context["target"]) == (targets.Target("aot_eager"),)
+
+
+def test_a_backend_that_generates_code_gets_a_longer_example_limit(declared):
+    from types import SimpleNamespace
+
+    from conformance import options, watch
+
+    def config(timeout):
+        return SimpleNamespace(getoption=lambda name: timeout)
+
+    targets.set_targets(())
+    assert options.example_limit(config(None)) == watch.DEFAULT_LIMIT
+    targets.set_targets(parse_targets("aot_eager"))  # eager's kernels: compiles in seconds
+    assert options.example_limit(config(None)) == watch.DEFAULT_LIMIT
+    targets.set_targets((targets.Target("inductor"),))
+    assert options.example_limit(config(None)) == watch.CODEGEN_LIMIT > watch.DEFAULT_LIMIT
+    targets.set_targets((targets.Target("inductor", False, "no compiler"),))  # skipped
+    assert options.example_limit(config(None)) == watch.DEFAULT_LIMIT
+    targets.set_targets((targets.Target("inductor"),))
+    assert options.example_limit(config(7.0)) == 7.0  # --timeout wins, 0 (no limit) too
+    assert options.example_limit(config(0.0)) == 0.0
