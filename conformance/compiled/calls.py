@@ -11,7 +11,7 @@ calls, each on fresh inputs that differ from the first call's in one property:
 - shape (a static first call, so Dynamo recompiles it with dynamic shapes),
   strides (another memory layout of the same values), dtype;
 - requires_grad, the grad mode of the call (no_grad, inference_mode), an
-  argument that is an inference tensor.
+  argument that is an inference tensor (of a leaf that does not require grad).
 
 Each later call is drawn from its own random stream (the program's motif
 seed, salted), so the programs themselves are drawn as before. A candidate
@@ -359,7 +359,11 @@ def mode(d: Drawing) -> Call:
 
 
 def inference(d: Drawing) -> Call | None:
-    leaves = d.leaves(lambda s: not s.leaf.inference)
+    """A leaf that does not require grad, made under inference_mode: an
+    inference tensor as inference code makes them (one that requires grad is
+    another property as well, and eager ignores it: "requires_grad is
+    silently ignored when it's an inference tensor", pytorch#53343)."""
+    leaves = d.leaves(lambda s: not s.leaf.inference and not s.leaf.requires_grad)
     if not leaves:
         return None
     step = d.rng.choice(leaves)
