@@ -552,3 +552,67 @@ def test_the_repro_script_replays_the_sequence(tmp_path):
     assert run.returncode != 0, run.stdout
     assert "call 2 of 2:" in run.stdout and "<-- differs" in run.stdout
     assert "differ at call(s) [2]" in run.stderr
+
+
+def test_zero_through_an_expanded_intermediate_entry():
+    raised = _raised(
+        QUIET,
+        "compiled raised OVERLAPPING_WRITE (BackendCompilerFailed: RuntimeError: more than one "
+        "element of the written-to tensor refers to a single memory location)",
+    )
+    assert _covered("compile.raises", {"abs", "expand", "zero_"}, raised)
+    assert not _covered("compile.raises", {"abs", "expand", "mul_s_"}, raised)  # zero_ only
+
+
+def test_complex64_div_rounding_entries():
+    """Eager's own div_ and div round complex64 differently: excused for
+    complex64 div_ only."""
+    for invariant in ("compile.outputs", "compile.input_mutation"):
+        text = f"[{invariant}] eager and aot_eager differ after the call: t5 holds [(1+2j)] ..."
+        assert any(
+            e.covers(invariant, COLUMN, {"complex64"}, {"div_"}, text) for e in SHIPPED_ENTRIES
+        )
+        assert not any(
+            e.covers(invariant, COLUMN, {"float32"}, {"div_"}, text) for e in SHIPPED_ENTRIES
+        )
+        assert not any(
+            e.covers(invariant, COLUMN, {"complex64"}, {"mul_"}, text) for e in SHIPPED_ENTRIES
+        )
+
+
+def test_no_grad_view_error_order_entry():
+    order = _raised(
+        "raised NO_GRAD_VIEW_INPLACE (RuntimeError: A view was created in no_grad mode ... both "
+        "outside (if you want the inplace to be tracked).)",
+        "compiled raised INPLACE_ON_LEAF_VIEW (TorchRuntimeError: ...)",
+    )
+    assert _covered("compile.raises", {"unflatten", "set_data", "neg_"}, order)
+    quiet = _raised(
+        "raised NO_GRAD_VIEW_INPLACE (RuntimeError: A view was created in no_grad mode ... both "
+        "outside (if you want the inplace to be tracked).)",
+        QUIET,
+    )
+    assert not _covered("compile.raises", {"unflatten", "set_data", "neg_"}, quiet)
+
+
+def test_an_expand_the_new_shape_refuses_is_the_same_error():
+    """A later call's other shape makes a fixed expand() refuse: eager's
+    NOT_BROADCASTABLE, and the meta kernel's spelling of it (ci seed 9)."""
+    leaf = Leaf(np.ones((1, 3, 2, 2)), "int16", "cpu", False)
+    program = CompiledProgram(
+        args=(CStep("leaf", out=0, leaf=leaf),),
+        body=(CStep("expand", (0,), ((2, 2, 3, 2, 1),), out=1),),
+    )
+    eager, compiled = execute(program, None), execute(program, AOT_EAGER)
+    assert eager.outcomes[0].error == compiled.outcomes[0].error == "NOT_BROADCASTABLE"
+    assert compare(program, eager, compiled) is None
+
+
+def test_set_data_across_a_graph_break_entry():
+    said = _backend(
+        "AssertionError: aot_autograd() does not yet handle non-differentiable view input "
+        "mutations. input 0 (t1) and input 1 (t0) share storage"
+    )
+    text = _raised(QUIET, said)
+    assert _covered("compile.raises", {"set_data", "graph_break", "copy_"}, text)
+    assert not _covered("compile.raises", {"set_data", "copy_"}, text)  # no break: not this

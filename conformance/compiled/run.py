@@ -157,6 +157,11 @@ META_SPELLINGS = {
     # tensor a (2) must match the size of tensor b (3)"; the meta kernel
     # expands src to dst's shape and says so
     "expand: the requested shape has too few dimensions": "NOT_BROADCASTABLE",
+    # expand() to a size that is not the tensor's at a non-singleton dimension:
+    # eager's "The expanded size of the tensor (1) must match the existing size
+    # (2)"; the meta kernel says "expand: attempting to expand a dimension of
+    # length 2 -> 1!" (a later call's other shape, ci seed 9)
+    "expand: attempting to expand a dimension of length": "NOT_BROADCASTABLE",
     # mm of a tensor that is not 2-d: eager's "self must be a matrix"
     "a must be 2D": "SHAPE_MISMATCH",
     "b must be 2D": "SHAPE_MISMATCH",
