@@ -9,6 +9,7 @@ the compiled differential must name.
 from __future__ import annotations
 
 import torch
+import torch._guards
 from torch._dynamo.backends.debugging import aot_eager, boxed_nop
 
 
@@ -146,6 +147,52 @@ def drops_requires_grad(gm, example_inputs):
     return run
 
 
+# The first graph compiled for each frame: its inputs' names, each input's
+# shape and dtype, and the compiled callable; by Dynamo's frame id
+_FIRST: dict[int, tuple[list[str], list[tuple], object]] = {}
+
+
+def _like(t) -> tuple:
+    return (tuple(t.shape), t.dtype) if isinstance(t, torch.Tensor) else (type(t).__name__,)
+
+
+def reuses_first_graph(gm, example_inputs):
+    """On a recompile, reuses the frame's first graph wherever its inputs
+    still line up, as a backend whose cache ignores why Dynamo recompiled:
+    each input of the first graph is the new graph's input of that name, or,
+    where Dynamo passes one tensor for two (the same tensor twice: it dedups
+    them), the new input of that shape and dtype. It ignores the aliasing,
+    requires_grad, strides, shapes that made Dynamo recompile. The first call
+    is aot_eager's own, and so is a recompile whose inputs do not line up."""
+    compiled = aot_eager(gm, example_inputs)
+    compile_id = torch._guards.CompileContext.current_compile_id()
+    if compile_id is None:
+        return compiled
+    names = [n.target for n in gm.graph.nodes if n.op == "placeholder"]
+    like = [_like(t) for t in example_inputs]
+    if compile_id.frame_compile_id == 0:
+        _FIRST[compile_id.frame_id] = (names, like, compiled)
+        return compiled
+    first = _FIRST.get(compile_id.frame_id)
+    if first is None:
+        return compiled
+    where = []
+    for name, want in zip(first[0], first[1], strict=True):
+        if name in names:
+            k = names.index(name)
+        else:  # one tensor passed for two
+            k = next((k for k, have in enumerate(like) if have == want), None)
+        if k is None or len(like[k]) != len(want):  # none, or a tensor for a number
+            return compiled
+        where.append(k)
+    reused = first[2]
+
+    def run(*args):
+        return reused(*(args[k] for k in where))
+
+    return run
+
+
 PLANTS: dict[str, str] = {
     "drops_input_mutation": "compile.input_mutation",
     "copies_views": "compile.aliasing",
@@ -155,6 +202,7 @@ PLANTS: dict[str, str] = {
     "changes_outputs": "compile.outputs",
     "rounds_float64": "compile.outputs",
     "drops_requires_grad": "compile.autograd_flags",
+    "reuses_first_graph": "compile.recompile",
 }
 
 # Each is aot_eager with one thing broken: aot_eager's own known failures are

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from conformance.compiled.compare import compare, diverges
-from conformance.compiled.program import CompiledProgram, CStep
+from conformance.compiled.minimize import minimize
+from conformance.compiled.program import Call, CompiledProgram, CStep
 from conformance.compiled.repro import repro_script
 from conformance.compiled.run import execute
 from conformance.compiled.targets import Target
@@ -468,3 +469,150 @@ def test_an_out_argument_read_before_an_eager_out_resize_stays_resizable():
         -7.0 * k for k in range(9)
     ]
     assert diverges(program, AOT_EAGER) is None
+
+
+# --- call sequences (issue 35): a compiled function called again
+
+
+def _written_then_read(second: CStep, change: str, detail: str) -> CompiledProgram:
+    """t0.add_(1); t2 = t1 * 2, first on separate inputs, then again with t1
+    made by `second` (from t0)."""
+    a, b = _leaf(0, np.arange(6.0)), _leaf(1, np.arange(6.0))
+    return CompiledProgram(
+        args=(a, b),
+        body=(CStep("add_s_", (0,), (1.0,)), CStep("mul_s", (1,), (2.0,), out=2)),
+        calls=(Call(change, detail, (a, second)),),
+    )
+
+
+VIEW_LATER = _written_then_read(
+    CStep("as_strided", (0,), ((6,), (1,), 0), out=1), "aliasing", "t1 is a view of t0"
+)
+SAME_LATER = _written_then_read(
+    CStep("same", (0,), out=1), "aliasing", "t1 is t0 (the same tensor twice)"
+)
+
+
+def test_aliasing_that_appears_on_a_later_call_is_not_recompiled():
+    """pytorch#139789: the second call passes t1 as a view of t0, which the
+    function writes; Dynamo reuses the graph compiled for separate inputs,
+    and t2 is computed from t1's stale values. Compiled afresh for those
+    inputs, it agrees: compile.recompile, naming the call and its change."""
+    found = diverges(VIEW_LATER, AOT_EAGER)
+    assert found is not None and found.invariant == "compile.recompile", found
+    assert found.call == 1 and not found.afresh
+    assert "at call 2 of 2 (aliasing: t1 is a view of t0; Dynamo compiled no new graph" in (
+        found.message
+    )
+    assert "[compile.outputs]" in found.message
+    assert diverges(VIEW_LATER.alone(1), AOT_EAGER) is None  # afresh: eager's result
+    text = f"[{found.invariant}] eager and aot_eager differ {found.message}"
+    assert _covered(found.invariant, VIEW_LATER.ops, text)
+
+
+def test_the_same_tensor_twice_recompiles_and_agrees():
+    """Dynamo dedups an input passed twice and recompiles: aot_eager agrees
+    with eager, and the #139789 entry does not excuse the class (the planted
+    backend reuses_first_graph breaks exactly this)."""
+    eager, compiled = execute(SAME_LATER, None), execute(SAME_LATER, AOT_EAGER)
+    assert compiled.later_graphs == [1]
+    assert compare(SAME_LATER, eager, compiled, exact=True) is None
+    text = (
+        "[compile.recompile] eager and aot_eager differ at call 2 of 2 (aliasing: t1 is t0 "
+        "(the same tensor twice); Dynamo compiled 1 new graph for it): [compile.outputs] ..."
+    )
+    assert not _covered("compile.recompile", SAME_LATER.ops, text)
+
+
+def test_a_later_call_that_fails_alone_is_the_fresh_programs():
+    """A difference the later call's inputs show compiled afresh is no
+    recompile's: it comes back `afresh`, named by its own rule, and is
+    minimized as the fresh program. The planted rounds_float64 is right on
+    float32 and wrong on float64, whichever call brings it."""
+    plant = Target("tests.compile_plants:rounds_float64")
+    wide = Leaf(np.asarray([0.1, 0.7]), "float64", "cpu", False)
+    program = CompiledProgram(
+        args=(_leaf(0, [0.1, 0.7]),),
+        body=(CStep("mul_s", (0,), (3.0,), out=1),),
+        calls=(Call("dtype", "t0 is float64 (was float32)", (CStep("leaf", out=0, leaf=wide),)),),
+    )
+    found = diverges(program, plant)
+    assert found is not None and found.invariant == "compile.outputs", found
+    assert found.call == 1 and found.afresh
+    small, again = minimize(program, plant, found, attempts_left=4)
+    assert again.invariant == "compile.outputs" and small.calls == ()
+    assert small.args[0].leaf.dtype == "float64"
+
+
+def test_the_repro_script_replays_the_sequence(tmp_path):
+    found = diverges(VIEW_LATER, AOT_EAGER)
+    script = tmp_path / "repro.py"
+    script.write_text(repro_script(VIEW_LATER, AOT_EAGER, found))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0, run.stdout
+    assert "call 2 of 2:" in run.stdout and "<-- differs" in run.stdout
+    assert "differ at call(s) [2]" in run.stderr
+
+
+def test_zero_through_an_expanded_intermediate_entry():
+    raised = _raised(
+        QUIET,
+        "compiled raised OVERLAPPING_WRITE (BackendCompilerFailed: RuntimeError: more than one "
+        "element of the written-to tensor refers to a single memory location)",
+    )
+    assert _covered("compile.raises", {"abs", "expand", "zero_"}, raised)
+    assert not _covered("compile.raises", {"abs", "expand", "mul_s_"}, raised)  # zero_ only
+
+
+def test_complex64_div_rounding_entries():
+    """Eager's own div_ and div round complex64 differently: excused for
+    complex64 div_ only."""
+    for invariant in ("compile.outputs", "compile.input_mutation"):
+        text = f"[{invariant}] eager and aot_eager differ after the call: t5 holds [(1+2j)] ..."
+        assert any(
+            e.covers(invariant, COLUMN, {"complex64"}, {"div_"}, text) for e in SHIPPED_ENTRIES
+        )
+        assert not any(
+            e.covers(invariant, COLUMN, {"float32"}, {"div_"}, text) for e in SHIPPED_ENTRIES
+        )
+        assert not any(
+            e.covers(invariant, COLUMN, {"complex64"}, {"mul_"}, text) for e in SHIPPED_ENTRIES
+        )
+
+
+def test_no_grad_view_error_order_entry():
+    order = _raised(
+        "raised NO_GRAD_VIEW_INPLACE (RuntimeError: A view was created in no_grad mode ... both "
+        "outside (if you want the inplace to be tracked).)",
+        "compiled raised INPLACE_ON_LEAF_VIEW (TorchRuntimeError: ...)",
+    )
+    assert _covered("compile.raises", {"unflatten", "set_data", "neg_"}, order)
+    quiet = _raised(
+        "raised NO_GRAD_VIEW_INPLACE (RuntimeError: A view was created in no_grad mode ... both "
+        "outside (if you want the inplace to be tracked).)",
+        QUIET,
+    )
+    assert not _covered("compile.raises", {"unflatten", "set_data", "neg_"}, quiet)
+
+
+def test_an_expand_the_new_shape_refuses_is_the_same_error():
+    """A later call's other shape makes a fixed expand() refuse: eager's
+    NOT_BROADCASTABLE, and the meta kernel's spelling of it (ci seed 9)."""
+    leaf = Leaf(np.ones((1, 3, 2, 2)), "int16", "cpu", False)
+    program = CompiledProgram(
+        args=(CStep("leaf", out=0, leaf=leaf),),
+        body=(CStep("expand", (0,), ((2, 2, 3, 2, 1),), out=1),),
+    )
+    eager, compiled = execute(program, None), execute(program, AOT_EAGER)
+    assert eager.outcomes[0].error == compiled.outcomes[0].error == "NOT_BROADCASTABLE"
+    assert compare(program, eager, compiled) is None
+
+
+def test_set_data_across_a_graph_break_entry():
+    said = _backend(
+        "AssertionError: aot_autograd() does not yet handle non-differentiable view input "
+        "mutations. input 0 (t1) and input 1 (t0) share storage"
+    )
+    text = _raised(QUIET, said)
+    assert _covered("compile.raises", {"set_data", "graph_break", "copy_"}, text)
+    assert not _covered("compile.raises", {"set_data", "copy_"}, text)  # no break: not this

@@ -8,6 +8,13 @@ geometry afterwards; the outputs' shapes, dtypes, values and documented
 strides; the arguments' version counters; requires_grad, is_leaf and
 grad_fn presence; every tensor's .grad.
 
+A program with later calls (CompiledProgram.calls) is compared call by
+call, each on its own fresh inputs. A difference at a later call is
+compile.recompile where the function compiled afresh for that call's inputs
+agrees with eager (the reuse of a cached graph, or a recompile, went wrong);
+where it does not, it is no recompile's: `diverges` says so (`afresh`), and
+the difference is the fresh program's own, named by its rule.
+
 Values are compared exactly (`identical`: the same bits, NaNs in the same
 places) for a backend that runs eager's own kernels (targets.SAME_KERNELS),
 and within oracle.tolerances.compiled_tolerance for any other.
@@ -16,7 +23,7 @@ and within oracle.tolerances.compiled_tolerance for any other.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -28,6 +35,7 @@ from conformance.differential.observe import RAISES
 from oracle.tolerances import compiled_tolerance
 
 ERROR_CLASS_HOLDS = "compile.raises"
+RECOMPILE = "compile.recompile"
 UNDOCUMENTED = "unclassified"  # observe.error_kind's prefix for an error of no known class
 
 
@@ -37,6 +45,10 @@ class Divergence:
     where: str  # "call" or "step N"
     message: str
     tensors: tuple[int, ...] = ()
+    call: int = 0  # the call it shows at: 0 the first, k the program's k-th later call
+    # a later call's difference that its inputs alone, compiled afresh, show
+    # too: the program to report is program.alone(call)
+    afresh: bool = False
 
 
 Agree = Callable[..., bool]  # (eager's values, compiled's, dtype, grad=False)
@@ -55,20 +67,56 @@ def compare(
     def agree(a: np.ndarray, b: np.ndarray, dtype: str, grad: bool = False) -> bool:
         return identical(a, b) if exact else _within(a, b, dtype, bounds(dtype), grad)
 
-    for e, c in zip(eager.outcomes, compiled.outcomes, strict=False):
-        found = _outcome(program, e, c, agree)
+    for number, (e, c) in enumerate(zip(eager.calls(), compiled.calls(), strict=True)):
+        found = _call(program, number, e, c, agree)
+        if found is None:
+            continue
+        if number == 0:
+            return found
+        call = program.calls[number - 1]
+        graphs = compiled.later_graphs[number - 1]
+        said = f"{graphs} new graph{'s' if graphs != 1 else ''}" if graphs else "no new graph"
+        return replace(
+            found,
+            call=number,
+            message=f"at call {number + 1} of {len(program.calls) + 1} ({call.describe()}; "
+            f"Dynamo compiled {said} for it): [{found.invariant}] {found.message}",
+        )
+    return None
+
+
+def _call(
+    program: CompiledProgram, number: int, eager: list[Outcome], compiled: list[Outcome], agree
+) -> Divergence | None:
+    made = program.call_args(number)
+    inputs = set(program.arg_tokens) | {s.out for s in made}
+    for e, c in zip(eager, compiled, strict=False):
+        found = _outcome(program, inputs, e, c, agree)
         if found is not None:
             return found
-    if len(eager.outcomes) != len(compiled.outcomes):  # only after a difference in raising
+    if len(eager) != len(compiled):  # only after a difference in raising
         return Divergence(ERROR_CLASS_HOLDS, "call", "the compiled run stopped elsewhere")
     return None
 
 
 def diverges(program: CompiledProgram, target: Target) -> Divergence | None:
     """Run the program eagerly and through `target`, and compare the two:
-    bit for bit where the target runs eager's own kernels."""
+    bit for bit where the target runs eager's own kernels. A difference at a
+    later call is compile.recompile where the function compiled afresh for
+    that call's inputs agrees with eager; else it comes back `afresh`."""
     eager, compiled = execute(program, None), execute(program, target)
-    return compare(program, eager, compiled, exact=target.same_kernels)
+    found = compare(program, eager, compiled, exact=target.same_kernels)
+    if found is None or found.call == 0:
+        return found
+    alone = program.alone(found.call)
+    fresh = compare(alone, execute(alone, None), execute(alone, target), exact=target.same_kernels)
+    if fresh is not None:
+        return replace(fresh, call=found.call, afresh=True)
+    return replace(
+        found,
+        invariant=RECOMPILE,
+        message=f"{found.message} (compiled afresh for these inputs, it agrees with eager)",
+    )
 
 
 def _same_raising(e: Outcome, c: Outcome) -> bool:
@@ -82,7 +130,9 @@ def _same_raising(e: Outcome, c: Outcome) -> bool:
     return e.error is not None and c.error is not None and e.error.startswith(UNDOCUMENTED)
 
 
-def _outcome(program: CompiledProgram, e: Outcome, c: Outcome, agree: Agree) -> Divergence | None:
+def _outcome(
+    program: CompiledProgram, inputs: set[int], e: Outcome, c: Outcome, agree: Agree
+) -> Divergence | None:
     if not _same_raising(e, c):
         return Divergence(
             "compile.raises",
@@ -92,7 +142,7 @@ def _outcome(program: CompiledProgram, e: Outcome, c: Outcome, agree: Agree) -> 
         )
     if e.snapshot is None or c.snapshot is None:
         return None  # both raised alike: what an interrupted call leaves behind is not compared
-    return _snapshots(program, e.where, e.snapshot, c.snapshot, agree)
+    return _snapshots(program, inputs, e.where, e.snapshot, c.snapshot, agree)
 
 
 def _said(o: Outcome) -> str:
@@ -100,10 +150,10 @@ def _said(o: Outcome) -> str:
 
 
 def _snapshots(
-    program: CompiledProgram, where: str, e: Snapshot, c: Snapshot, agree: Agree
+    program: CompiledProgram, args: set[int], where: str, e: Snapshot, c: Snapshot, agree: Agree
 ) -> Divergence | None:
-    args = set(program.arg_tokens)
-    views = {s.out for s in program.body if s.is_view} | {s.out for s in program.args}
+    """`args`: the call's inputs, and what they were made from."""
+    views = {s.out for s in program.body if s.is_view} | args
     tokens = e.tokens
     E, C = e.seen, c.seen  # noqa: N806 - the two sides, as in the docstring
     at = "after the call" if where == "call" else f"after the eager {where} after the call"

@@ -1,6 +1,9 @@
-"""Smaller programs that fail the same way: fewer steps, fewer and smaller
-inputs, static shapes. A candidate is kept when eager and the compiled call
-still differ under the same invariant."""
+"""Smaller programs that fail the same way: fewer later calls, fewer steps,
+fewer and smaller inputs, static shapes. A candidate is kept when eager and
+the compiled calls still differ under the same invariant. The later calls a
+failure needs are kept, in their order (compile.recompile needs at least
+one); a later call's difference its inputs show alone, compiled afresh, is
+minimized as that fresh program (Divergence.afresh)."""
 
 from __future__ import annotations
 
@@ -40,7 +43,13 @@ def _without(program: CompiledProgram, dropped: CStep) -> CompiledProgram | None
     used = {i for s in (*parts[1], *parts[2]) for i in s.ins}
     if not any(s.out in used for s in parts[0]) and parts[0]:
         return None  # nothing left that reads an input
-    return CompiledProgram(parts[0], parts[1], parts[2], program.dynamic)
+    tokens = {s.out for s in parts[0]}
+    calls = []
+    for call in program.calls:  # each call's inputs, less those of the steps gone
+        args = tuple(s for s in call.args if s.out not in gone and not gone.intersection(s.ins))
+        if tokens <= {s.out for s in args}:
+            calls.append(replace(call, args=args))
+    return replace(program, args=parts[0], body=parts[1], tail=parts[2], calls=tuple(calls))
 
 
 def _smaller_leaf(step: CStep) -> list[CStep]:
@@ -69,6 +78,11 @@ def minimize(
     same: Callable[[Divergence], bool] | None = None,
     attempts_left: int = MAX_ATTEMPTS,
 ) -> tuple[CompiledProgram, Divergence]:
+    if first.afresh:  # no recompile's: the later call's inputs alone fail
+        alone = program.alone(first.call)
+        fresh = check(alone, target)
+        if fresh is not None and fresh.invariant == first.invariant:
+            program, first = alone, fresh
     same = same or (lambda d: d.invariant == first.invariant)
     best, found, attempts = program, first, 0
 
@@ -85,6 +99,9 @@ def minimize(
 
     if best.dynamic:
         fails(replace(best, dynamic=False))
+    for k in reversed(range(len(best.calls))):  # later calls the failure does not need
+        if k < len(best.calls):
+            fails(replace(best, calls=best.calls[:k] + best.calls[k + 1 :]))
     changed = True
     while changed and attempts < attempts_left:
         changed = False
@@ -93,7 +110,7 @@ def minimize(
                 changed = True
                 break
     for k, step in enumerate(best.args):
-        if step.op != "leaf":
+        if step.op != "leaf" or best.calls:  # a later call's inputs are sized as the first's
             continue
         for smaller in _smaller_leaf(step):
             args = best.args[:k] + (smaller,) + best.args[k + 1 :]

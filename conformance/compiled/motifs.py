@@ -24,12 +24,15 @@ from random import Random
 import torch
 from hypothesis import strategies as st
 
+from conformance.compiled.calls import with_calls
 from conformance.compiled.ops import COMPILE_OPS, EAGER_ONLY, overlapping
 from conformance.compiled.program import CompiledProgram, CStep, run_step, split
 from conformance.differential.generate import programs
 from strategies.dtypes import DTYPES, seeded_values
 from strategies.programs import Leaf, Program
 
+# the share of programs called again (calls.py): each later call may recompile
+SEQUENCES = 0.5
 _SCALARS = (0.5, -1.5, 2.0, 3.0, -0.25)
 _WRITES = ("add_s_", "mul_s_", "neg_", "zero_", "fill_", "mark_dirty")
 _WRITES_VARIED = ("add_s_", "mul_s_", "neg_", "mark_dirty")  # values stay distinct
@@ -369,10 +372,18 @@ def compiled_programs(
     dtypes: tuple[str, ...],
     salt: int = 0,
     max_steps: int = 24,
+    sequences: float = SEQUENCES,
 ) -> tuple[Program, CompiledProgram]:
     """A program of the differential's generator, and its compiled form with
-    compile-only motifs added; a quarter of them with dynamic=True shapes."""
+    compile-only motifs added; a quarter of them with dynamic=True shapes;
+    `sequences` of them called again, one to three times (calls.py)."""
     base = draw(programs(devices, dtypes, max_steps=max_steps, salt=salt), label="program")
-    rng = Random(draw(st.integers(0, 2**64 - 1), label="motif seed"))
+    seed = draw(st.integers(0, 2**64 - 1), label="motif seed")
+    rng = Random(seed)
     compiled = split(_without_inference(base), dynamic=rng.random() < 0.25)
-    return base, extend(compiled, rng, dtypes, rng.randint(1, 2), devices[0])
+    compiled = extend(compiled, rng, dtypes, rng.randint(1, 2), devices[0])
+    # the later calls from a stream of their own: the programs are drawn as before
+    calls = Random(f"later calls {seed}")
+    if calls.random() < sequences:
+        compiled = with_calls(compiled, calls, dtypes, devices[0])
+    return base, compiled

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from conformance.compiled.compare import Divergence
 from conformance.compiled.ops import MARK_DIRTY_SOURCE
-from conformance.compiled.program import CompiledProgram
+from conformance.compiled.program import MODES, CompiledProgram
 from conformance.compiled.targets import Target
 from conformance.differential import functions
 
@@ -55,34 +55,31 @@ def _backend_source(target: Target) -> tuple[list[str], str]:
     return [], repr(target.name)
 
 
-def repro_script(program: CompiledProgram, target: Target, found: Divergence) -> str:
-    imports, backend = _backend_source(target)
+def _run_function(
+    program: CompiledProgram, number: int, watched_tokens: tuple[int, ...]
+) -> list[str]:
+    """`run_N(fn)`: call N's fresh inputs, the call, the eager steps after it."""
+    made = program.call_args(number)
     args = [f"t{i}" for i in program.arg_tokens]
     outs = [f"t{i}" for i in program.output_tokens]
-    watched = [f"t{i}" for i in found.tensors] or args + outs
+    inputs = list(dict.fromkeys([*args, *(f"t{s.out}" for s in made)]))
+    watched = [f"t{i}" for i in watched_tokens] or list(dict.fromkeys(inputs + outs))
+    total = len(program.calls) + 1
+    said = "" if number == 0 else f" ({program.calls[number - 1].describe()})"
     lines = [
-        f"# {found.invariant}: {found.message}",
-        "import torch",
-        "import torch._dynamo",
-        *imports,
-        "",
+        f"def run_{number + 1}(fn):",
+        f'    """Call {number + 1} of {total}{said}: fresh inputs, the call, then the eager '
+        'steps after it."""',
     ]
-    if "mark_dirty" in program.ops:
-        lines += [MARK_DIRTY_SOURCE, ""]
-    lines += functions.prelude(program.ops)  # the differential's custom Functions
-    lines += _OBSERVE.splitlines() + [""]
-    lines += _SAID.splitlines() + [""]
-    lines += program.function_source().splitlines() + [""]
-    lines += [
-        "",
-        "def run(fn):",
-        '    """Fresh inputs, the call, then the eager steps after it."""',
-    ]
-    lines += _indent([line for s in program.args for line in s.source().splitlines()])
+    lines += _indent([line for s in made for line in s.source().splitlines()])
     lines += ["    seen, errors = {}, []"]
-    lines += [f"    before = {{{', '.join(f'{a!r}: {a}._version' for a in args)}}}", "    try:"]
+    lines += [f"    before = {{{', '.join(f'{a!r}: {a}._version' for a in inputs)}}}", "    try:"]
     call = f"{', '.join(outs)}{',' if len(outs) == 1 else ''} = " if outs else ""
-    lines += [f"        {call}fn({', '.join(args)})"]
+    mode = program.call_mode(number)
+    if mode:
+        lines += [f"        with {MODES[mode]}:", f"            {call}fn({', '.join(args)})"]
+    else:
+        lines += [f"        {call}fn({', '.join(args)})"]
     lines += [
         "    except Exception as error:",
         '        return {"error": said(error)}',
@@ -95,37 +92,79 @@ def repro_script(program: CompiledProgram, target: Target, found: Divergence) ->
         lines += ["    except Exception as error:", "        errors.append(type(error).__name__)"]
     lines += [f"    for name, t in {{{', '.join(f'{w!r}: {w}' for w in watched)}}}.items():"]
     lines += ["        seen[name] = observe(t, before.get(name))"]
-    lines += ['    return {"error": None, "later errors": errors, **seen}', ""]
+    lines += ['    return {"error": None, "later errors": errors, **seen}', "", ""]
+    return lines
+
+
+def repro_script(program: CompiledProgram, target: Target, found: Divergence) -> str:
+    imports, backend = _backend_source(target)
+    lines = [
+        f"# {found.invariant}: {found.message}",
+        "import torch",
+        "import torch._dynamo",
+        *imports,
+        "",
+    ]
+    if "mark_dirty" in program.ops:
+        lines += [MARK_DIRTY_SOURCE, ""]
+    lines += functions.prelude(program.ops)  # the differential's custom Functions
+    lines += _OBSERVE.splitlines() + [""]
+    lines += _SAID.splitlines() + [""]
+    lines += _AGREE.splitlines() + ["", ""]
+    lines += program.function_source().splitlines() + ["", ""]
+    runs = []
+    for number in range(len(program.calls) + 1):
+        lines += _run_function(program, number, found.tensors if number == found.call else ())
+        runs.append(f"run_{number + 1}")
+    dynamic = ", dynamic=True" if program.dynamic else ""
     lines += [
-        "",
         "torch._dynamo.reset()",
-        "eager = run(program)",
-        f"compiled = run(torch.compile(program, backend={backend}"
-        + (", dynamic=True" if program.dynamic else "")
-        + "))",
-        "for key in eager:",
-        '    if key in ("error", "later errors"):',
-        '        print(f"{key:>12}: eager {eager[key]!r}  compiled {compiled.get(key)!r}")',
-        "        continue",
-        "    for field in eager[key]:",
-        '        if field == "storage":',
-        "            continue  # addresses differ between runs; sharing is compared below",
-        "        e, c = eager[key][field], compiled.get(key, {}).get(field)",
-        '        mark = "" if e == c else "   <-- differs"',
-        '        print(f"{key}.{field:>13}: eager {e!r}  compiled {c!r}{mark}")',
+        f"compiled_program = torch.compile(program, backend={backend}{dynamic})",
+        "failed = []",
+        f"for number, run in enumerate(({', '.join(runs)},), 1):",
+        "    eager = run(program)",
+        "    compiled = run(compiled_program)  # the same compiled function, called again",
+        f'    print(f"call {{number}} of {len(runs)}:")',
+        "    for key in eager:",
+        '        if key in ("error", "later errors"):',
+        '            print(f"{key:>12}: eager {eager[key]!r}  compiled {compiled.get(key)!r}")',
+        "            continue",
+        "        for field in eager[key]:",
+        '            if field == "storage":',
+        "                continue  # addresses differ between runs; sharing is compared below",
+        "            e, c = eager[key][field], compiled.get(key, {}).get(field)",
+        '            mark = "" if e == c else "   <-- differs"',
+        '            print(f"{key}.{field:>13}: eager {e!r}  compiled {c!r}{mark}")',
+        "    problem = disagree(eager, compiled)",
+        "    if problem:",
+        '        print(f"call {number}: {problem}")',
+        "        failed.append(number)",
         "",
-        "",
-        "def sharing(side):",
-        '    names = [k for k in side if k not in ("error", "later errors")]',
-        "    return {(a, b): side[a]['storage'] == side[b]['storage']",
-        "            for i, a in enumerate(names) for b in names[i + 1:]}",
-        "",
-        "",
-        'strip = lambda side: {k: {f: v for f, v in o.items() if f != "storage"}'
-        " if isinstance(o, dict) else o for k, o in side.items()}",
-        'assert eager.get("error") == compiled.get("error"), "the call raised differently"',
-        'if eager.get("error") is None:',
-        '    assert sharing(eager) == sharing(compiled), "tensors share memory differently"',
-        f'    assert strip(eager) == strip(compiled), "eager and {target.name} differ"',
+        f'assert not failed, f"eager and {target.name} differ at call(s) {{failed}}"',
     ]
     return "\n".join(lines) + "\n"
+
+
+_AGREE = '''\
+def disagree(eager, compiled):
+    """How the two sides of one call differ, or None."""
+    if eager.get("error") != compiled.get("error"):
+        return "the call raised differently"
+    if eager.get("error") is not None:
+        return None
+
+    def sharing(side):
+        names = [k for k in side if k not in ("error", "later errors")]
+        return {(a, b): side[a]["storage"] == side[b]["storage"]
+                for i, a in enumerate(names) for b in names[i + 1:]}
+
+    def strip(side):
+        return {k: {f: v for f, v in o.items() if f != "storage"} if isinstance(o, dict) else o
+                for k, o in side.items()}
+
+    if sharing(eager) != sharing(compiled):
+        return "tensors share memory differently"
+    if strip(eager) != strip(compiled):
+        return "eager and compiled differ"
+    return None
+'''

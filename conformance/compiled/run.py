@@ -9,6 +9,7 @@ plus storage offsets and, for the arguments, their version counters.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass, field
 
@@ -43,8 +44,14 @@ class Outcome:
 
 @dataclass
 class Trace:
-    outcomes: list[Outcome] = field(default_factory=list)
-    graphs: int = 0  # graphs Dynamo compiled (0: the call ran eagerly)
+    outcomes: list[Outcome] = field(default_factory=list)  # the first call and its tail
+    graphs: int = 0  # graphs Dynamo compiled for the first call (0: it ran eagerly)
+    later: list[list[Outcome]] = field(default_factory=list)  # each later call's outcomes
+    later_graphs: list[int] = field(default_factory=list)  # graphs compiled for each
+
+    def calls(self) -> list[list[Outcome]]:
+        """Every call's outcomes, the first call's first."""
+        return [self.outcomes, *self.later]
 
 
 def _version(t: torch.Tensor) -> object:
@@ -72,49 +79,74 @@ def _snapshot(
 def compile_function(program: CompiledProgram, target: Target):
     torch._dynamo.reset()  # every program starts from empty caches
     guard_cache_limits()
-    return torch.compile(program.function(), backend=target.backend, dynamic=program.dynamic)
+    return torch.compile(
+        program.function(), backend=target.backend, dynamic=program.compile_dynamic
+    )
 
 
 def execute(program: CompiledProgram, target: Target | None) -> Trace:
-    """Run `program`: eagerly when `target` is None, else compiled for it."""
+    """Run `program`: eagerly when `target` is None, else compiled for it;
+    then each of its later calls, through the same function, on fresh inputs."""
     trace = Trace()
+    fn = program.function() if target is None else compile_function(program, target)
+    for number in range(len(program.calls) + 1):
+        frames_before = _graphs()
+        outcomes = _call(program, number, fn)
+        graphs = _graphs() - frames_before
+        if number == 0:
+            trace.outcomes, trace.graphs = outcomes, graphs
+        else:
+            trace.later.append(outcomes)
+            trace.later_graphs.append(graphs)
+    return trace
+
+
+def _call(program: CompiledProgram, number: int, fn) -> list[Outcome]:
+    """Call `number` (0: the first) on fresh inputs, then the eager steps after it."""
+    outcomes: list[Outcome] = []
     resizes = any(is_write(op) for op in program.ops)
     env: dict[int, torch.Tensor] = {}
-    for step in program.args:
+    made = program.call_args(number)
+    for step in made:
         run_step(step, env)
     args = program.arg_tokens
-    fn = program.function() if target is None else compile_function(program, target)
-    before = {t: _version(env[t]) for t in args}
-    frames_before = _graphs()
+    before = {s.out: _version(env[s.out]) for s in made}
+    mode = program.call_mode(number)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), grad_mode(mode):
             warnings.simplefilter("ignore")
             outputs = fn(*(env[t] for t in args))
     except Exception as error:  # noqa: BLE001 - every error is an outcome to compare
-        trace.outcomes.append(Outcome("call", classify(error), _first_line(error)))
-        trace.graphs = _graphs() - frames_before
-        return trace
-    trace.graphs = _graphs() - frames_before
+        return [Outcome("call", classify(error), _first_line(error))]
     outs = program.output_tokens
     env.update(zip(outs, outputs, strict=True))
-    tokens = list(dict.fromkeys(args + outs))
-    trace.outcomes.append(Outcome("call", snapshot=_snapshot(env, tokens, before, resizes)))
-    for number, step in enumerate(program.tail):
+    # the arguments, any tensor they were made from (a buffer two slices share), the outputs
+    tokens = list(dict.fromkeys([*args, *(s.out for s in made), *outs]))
+    outcomes.append(Outcome("call", snapshot=_snapshot(env, tokens, before, resizes)))
+    for step_number, step in enumerate(program.tail):
         before = {t: _version(env[t]) for t in tokens}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 run_step(step, env)
         except Exception as error:  # noqa: BLE001
-            outcome = Outcome(f"step {number}", classify(error), _first_line(error))
+            outcome = Outcome(f"step {step_number}", classify(error), _first_line(error))
         else:
-            outcome = Outcome(f"step {number}")
+            outcome = Outcome(f"step {step_number}")
         # torch.autograd.grad's result is None for an input it does not reach
         if step.out is not None and env.get(step.out) is not None and step.out not in tokens:
             tokens.append(step.out)
         outcome.snapshot = _snapshot(env, tokens, before, resizes)
-        trace.outcomes.append(outcome)
-    return trace
+        outcomes.append(outcome)
+    return outcomes
+
+
+def grad_mode(mode: str):
+    if mode == "no_grad":
+        return torch.no_grad()
+    if mode == "inference_mode":
+        return torch.inference_mode()
+    return contextlib.nullcontext()
 
 
 # The same errors as eager's, as the meta functions Dynamo traces with spell
@@ -125,6 +157,11 @@ META_SPELLINGS = {
     # tensor a (2) must match the size of tensor b (3)"; the meta kernel
     # expands src to dst's shape and says so
     "expand: the requested shape has too few dimensions": "NOT_BROADCASTABLE",
+    # expand() to a size that is not the tensor's at a non-singleton dimension:
+    # eager's "The expanded size of the tensor (1) must match the existing size
+    # (2)"; the meta kernel says "expand: attempting to expand a dimension of
+    # length 2 -> 1!" (a later call's other shape, ci seed 9)
+    "expand: attempting to expand a dimension of length": "NOT_BROADCASTABLE",
     # mm of a tensor that is not 2-d: eager's "self must be a matrix"
     "a must be 2D": "SHAPE_MISMATCH",
     "b must be 2D": "SHAPE_MISMATCH",

@@ -69,4 +69,14 @@ RULES: tuple[Invariant, ...] = (
         "attributes or set them to None before calling it.",
         BACKWARD_DOC,
     ),
+    Invariant(
+        "compile.recompile",
+        "A later call of a compiled function, on inputs that differ from an earlier call's in "
+        "aliasing, shape, strides, dtype, requires_grad, grad mode or inference-ness, gives what "
+        "eager gives on them wherever the function compiled afresh for those inputs does: a "
+        "cached graph is reused only where its assumptions hold, and recompiled otherwise.",
+        "Recompilations are necessary for torch.compile soundness, but can result in "
+        "significantly increased compile time.",
+        "docs/source/compile/programming_model.recompilation.md (Dealing with Recompilations)",
+    ),
 )
