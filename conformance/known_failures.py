@@ -100,6 +100,8 @@ class KnownFailure:
     example: tuple[str, ...] | None = None
     # the release that fixed the bug ("2.1"), where known
     fixed: str | None = None
+    # the id of the finding that explains it (conformance/findings.toml)
+    finding: str | None = None
 
     def __post_init__(self) -> None:
         # one substring is the common case: a bare string is one alternative
@@ -192,6 +194,7 @@ _FIELDS = {
     "test",
     "example",
     "fixed",
+    "finding",
 }
 CRASHED = "crashed"
 
