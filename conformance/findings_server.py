@@ -18,6 +18,12 @@ import traceback
 
 import torch
 
+try:  # what several repros import: once here, not in each child
+    import torch.utils._python_dispatch
+    import torch.utils.flop_counter  # noqa: F401
+except ImportError:  # pragma: no cover - an older release
+    pass
+
 _warmed = False
 
 
