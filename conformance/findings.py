@@ -89,7 +89,8 @@ class Finding:
     searched: str  # what was searched upstream, and what came closest
     bad: tuple[str, ...]  # releases seen bad ("2.13.0")
     good: tuple[str, ...]  # releases seen good
-    shows: str  # a substring of a bad run's output ("SIGSEGV" for the signal)
+    # substrings of a bad run's output, any one ("SIGSEGV" for the signal)
+    shows: tuple[str, ...]
     repro: str
     notes: str = ""
     versions: str | None = None  # PEP 440: releases outside it are not applicable
@@ -127,7 +128,7 @@ class Finding:
         `shows`), broken (anything else)."""
         if result.status == "exit" and result.code == 0:
             return GOOD
-        if result.status in ("exit", "signal") and self.shows in result.output:
+        if result.status in ("exit", "signal") and any(s in result.output for s in self.shows):
             return BAD
         return BROKEN
 
@@ -179,7 +180,7 @@ def load(path: Path = REGISTRY) -> list[Finding]:
                 searched=entry["searched"].strip(),
                 bad=bad,
                 good=good,
-                shows=entry.get("shows", ""),
+                shows=_strings(entry.get("shows", ())),
                 repro=entry["repro"].strip() + "\n",
                 notes=entry.get("notes", "").strip(),
                 versions=entry.get("versions"),
@@ -187,6 +188,10 @@ def load(path: Path = REGISTRY) -> list[Finding]:
             )
         )
     return found
+
+
+def _strings(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def by_id(path: Path = REGISTRY) -> dict[str, Finding]:

@@ -29,14 +29,17 @@ _warmed = False
 
 def _warm_compile() -> None:
     """Import and run Dynamo and AOTAutograd once, so that each forked child
-    compiles from a warm process."""
+    compiles from a warm process. Nothing that requires grad: a backward in
+    this process would start the autograd engine's device threads, and a
+    CUDA build's children then refuse every backward ("Unable to handle
+    autograd's threading in combination with fork-based multiprocessing")."""
     global _warmed
     if _warmed:
         return
     _warmed = True
     try:
         compiled = torch.compile(lambda x: x.sin() * 2, backend="aot_eager")
-        compiled(torch.ones(2, requires_grad=True)).sum().backward()
+        compiled(torch.ones(2))
         torch._dynamo.reset()
     except Exception:  # a release without the backend: each repro says so itself
         pass

@@ -85,7 +85,7 @@ def test_a_broken_repro_is_neither_bad_nor_good(runner: findings.ReproRunner) ->
     broken = findings.Finding(**{**base.__dict__, "repro": "import torch\ntorch.no_such_api()\n"})
     good = findings.Finding(**{**base.__dict__, "repro": "import torch\n"})
     segfault = "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n"
-    crash = findings.Finding(**{**base.__dict__, "shows": "SIGSEGV", "repro": segfault})
+    crash = findings.Finding(**{**base.__dict__, "shows": ("SIGSEGV",), "repro": segfault})
     assert broken.verdict(runner.run(broken)) == findings.BROKEN
     assert good.verdict(runner.run(good)) == findings.GOOD
     assert crash.verdict(runner.run(crash)) == findings.BAD
