@@ -374,11 +374,31 @@ def _entry(f: Finding) -> str:
     return "\n".join(lines)
 
 
+def release_table(findings: list[Finding]) -> str:
+    """Each finding against each release it was run on: bad, good, n.a., or
+    - (not run), bugs first."""
+    releases = sorted({r for f in findings for r in f.bad + f.good}, key=Version)
+    lines = [
+        "| finding | kind | " + " | ".join(releases) + " |",
+        "|---|---|" + "---|" * len(releases),
+    ]
+    for f in sorted(findings, key=lambda f: not f.is_bug):
+        cells = " | ".join(f.claim(r) or "-" for r in releases)
+        lines.append(f"| `{f.id}` | {f.kind.removeprefix('bug: ')} | {cells} |")
+    return "\n".join(lines)
+
+
 def render(findings: list[Finding] | None = None) -> str:
     """docs/findings.md, from the registry (and, until issue 30 is done,
     the sections not yet moved into it)."""
     findings = load() if findings is None else findings
     out = [_INTRO.format(counts=f"The registry holds {count_line(findings)}.")]
+    out.append("## By release\n")
+    out.append(
+        "What each repro showed on each release it was run on (`-`: not run; "
+        "n.a.: the finding cannot be reached there):\n"
+    )
+    out.append(release_table(findings) + "\n")
     for part, bug in (("Bugs", True), ("Not bugs", False)):
         out.append(f"# {part}\n")
         part_of = [f for f in findings if f.is_bug == bug]
