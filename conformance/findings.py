@@ -101,11 +101,6 @@ class Finding:
         return self.kind in BUG_KINDS
 
     @property
-    def compiles(self) -> bool:
-        """Whether the repro uses torch.compile (its server warms Dynamo up)."""
-        return "torch.compile" in self.repro
-
-    @property
     def fixed_later(self) -> bool:
         """Seen bad on a release, and good on the newest release it was run on."""
         seen = sorted(self.bad + self.good, key=Version)
@@ -216,7 +211,7 @@ class RunResult:
 
 class ReproRunner:
     """One server process per runner: it imports torch once (and warms
-    Dynamo up for compile repros), then forks a child per repro, so that a
+    Dynamo and the dispatch modes up), then forks a child per repro, so that a
     repro that crashes takes only its child down and each starts from a
     clean torch. `python` is the interpreter whose torch is tested."""
 
@@ -240,7 +235,6 @@ class ReproRunner:
         server = self._start()
         assert server.stdin is not None and server.stdout is not None
         request = {"code": finding.repro, "name": finding.id, "timeout": finding.timeout}
-        request["compile"] = finding.compiles
         server.stdin.write(json.dumps(request) + "\n")
         server.stdin.flush()
         ready, _, _ = select.select([server.stdout], [], [], finding.timeout + 120)

@@ -1,6 +1,6 @@
 """The repro server of conformance/findings.py, run as a script by its
 `ReproRunner`: it imports torch once, then for each request (a JSON line on
-stdin: code, name, timeout, compile) forks a child that runs the repro with
+stdin: code, name, timeout) forks a child that runs the repro with
 its output in a file, and answers one JSON line: how the child ended
 ("exit" with its status, "signal" with its number, or "timeout") and what it
 printed. Standard library and torch only: it runs on every release's
@@ -18,18 +18,13 @@ import traceback
 
 import torch
 
-try:  # what several repros import: once here, not in each child
-    import torch.utils._python_dispatch
-    import torch.utils.flop_counter  # noqa: F401
-except ImportError:  # pragma: no cover - an older release
-    pass
-
 _warmed = False
 
 
-def _warm_compile() -> None:
-    """Import and run Dynamo and AOTAutograd once, so that each forked child
-    compiles from a warm process. Nothing that requires grad: a backward in
+def _warm() -> None:
+    """Import and run Dynamo, AOTAutograd and a dispatch mode once (the first
+    call under a mode imports Dynamo: seconds), so that each forked child
+    starts from a warm process. Nothing that requires grad: a backward in
     this process would start the autograd engine's device threads, and a
     CUDA build's children then refuse every backward ("Unable to handle
     autograd's threading in combination with fork-based multiprocessing")."""
@@ -37,6 +32,17 @@ def _warm_compile() -> None:
     if _warmed:
         return
     _warmed = True
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class PassThrough(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+                return func(*args, **(kwargs or {}))
+
+        with PassThrough():
+            torch.ones(2) + 1
+    except Exception:  # pragma: no cover - a release without modes
+        pass
     try:
         compiled = torch.compile(lambda x: x.sin() * 2, backend="aot_eager")
         compiled(torch.ones(2))
@@ -64,8 +70,7 @@ def _child(code: str, name: str, out_fd: int) -> None:
 
 
 def _run(request: dict) -> dict:
-    if request.get("compile"):
-        _warm_compile()
+    _warm()
     with tempfile.TemporaryFile() as out:
         start = time.perf_counter()
         pid = os.fork()
