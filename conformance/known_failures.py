@@ -107,6 +107,8 @@ class KnownFailure:
     example: tuple[str, ...] | None = None
     # the release that fixed the bug ("2.1"), where known
     fixed: str | None = None
+    # the id of the finding that explains it (conformance/findings.toml)
+    finding: str | None = None
 
     def __post_init__(self) -> None:
         # one substring is the common case: a bare string is one alternative
@@ -201,6 +203,7 @@ _FIELDS = {
     "test",
     "example",
     "fixed",
+    "finding",
 }
 CRASHED = "crashed"
 
