@@ -1,4 +1,4 @@
-"""The schema sweep, in process: each kernel-level plant (tests/plants.py,
+"""The schema sweep, in process: each kernel-level plant (tests/plants/schema.py,
 installed with torch.library) is caught and named by the rule it breaks;
 the same operators hold on a clean torch; the pieces read schemas and
 record calls as documented. (tests/test_planted.py runs the same plants
