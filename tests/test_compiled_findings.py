@@ -616,3 +616,18 @@ def test_set_data_across_a_graph_break_entry():
     text = _raised(QUIET, said)
     assert _covered("compile.raises", {"set_data", "graph_break", "copy_"}, text)
     assert not _covered("compile.raises", {"set_data", "copy_"}, text)  # no break: not this
+
+
+def test_set_data_of_another_complex_dtype_entry():
+    text = _raised(
+        QUIET, "compiled raised unclassified AssertionError (AssertionError: True != False)"
+    )
+    assert _covered("compile.raises", {"permute", "set_data"}, text)
+    assert not _covered("compile.raises", {"permute", "copy_"}, text)
+
+
+def test_empty_output_beside_aliased_inputs_entry():
+    text = "[compile.grad] eager and aot_eager differ after the eager step 0 after the call: "
+    text += "t2.grad is None compiled, [[-0.0, -0.0]] eager"
+    assert _covered("compile.grad", {"mul_s", "narrow", "zero_", ALIASED}, text)
+    assert not _covered("compile.grad", {"mul_s", "narrow", "zero_"}, text)  # no aliased inputs
