@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import build, watch
@@ -56,6 +57,17 @@ LAST_EXAMPLE_DTYPES: set[str] = set()
 # ops of the example that failed last (a compiled program's), so known
 # failures narrowed to ops can match it
 LAST_EXAMPLE_OPS: set[str] = set()
+
+
+def property_test(*invariants: str) -> Callable[[Callable], Callable]:
+    """A property test of the rules named: marked with them
+    (`@pytest.mark.invariant`) and given Hypothesis's `data`, which the test
+    draws its inputs through, as `ex = Example(data, device)`."""
+
+    def decorate(test: Callable) -> Callable:
+        return pytest.mark.invariant(*invariants)(given(data=st.data())(test))
+
+    return decorate
 
 
 class Example:

@@ -5,14 +5,12 @@ on gets None (with allow_unused)."""
 
 from __future__ import annotations
 
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from conformance.check import attributed_to, expect, expect_raises, expect_values
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from oracle.dtypes import round_to
 from strategies.dtypes import DTYPES, elements
 from strategies.tensors import GRAD_ROLES
@@ -25,8 +23,7 @@ _CHAINS = (  # y from x, and dy/dx as a factor of the incoming gradient
 )
 
 
-@pytest.mark.invariant("grad.autograd_grad_returns")
-@given(data=st.data())
+@property_test("grad.autograd_grad_returns")
 def test_autograd_grad_returns_the_gradient_and_leaves_grad_alone(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=GRAD_ROLES)
@@ -62,8 +59,7 @@ def test_autograd_grad_returns_the_gradient_and_leaves_grad_alone(device, data):
     expect("grad.autograd_grad_returns", other.grad is None, "the unused input got a .grad")
 
 
-@pytest.mark.invariant("grad.autograd_grad_returns")
-@given(data=st.data())
+@property_test("grad.autograd_grad_returns")
 def test_autograd_grad_with_respect_to_a_tensor_without_grad_raises(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=GRAD_ROLES)
@@ -77,8 +73,7 @@ def test_autograd_grad_with_respect_to_a_tensor_without_grad_raises(device, data
     )
 
 
-@pytest.mark.invariant("grad.assign_checks")
-@given(data=st.data())
+@property_test("grad.assign_checks")
 def test_assigning_grad_checks_shape_and_dtype(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=GRAD_ROLES)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import (
@@ -14,7 +12,7 @@ from conformance.check import (
     shares_storage,
     storage_id,
 )
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from conformance.spellings import CLONES
 from conformance.writes import writes_for
 from strategies.dtypes import elements
@@ -29,8 +27,7 @@ def _memory_range(t: torch.Tensor) -> tuple[int, int]:
     return start, start + (span + 1) * t.element_size()
 
 
-@pytest.mark.invariant("clone.new_storage")
-@given(data=st.data())
+@property_test("clone.new_storage")
 def test_clone_has_new_storage(device, data):
     ex = Example(data, device)
     x = ex.tensor("source")
@@ -50,8 +47,7 @@ def test_clone_has_new_storage(device, data):
         )
 
 
-@pytest.mark.invariant("clone.same_values")
-@given(data=st.data())
+@property_test("clone.same_values")
 def test_clone_has_same_values(device, data):
     ex = Example(data, device)
     x = ex.tensor("source")
@@ -66,8 +62,7 @@ def test_clone_has_same_values(device, data):
     expect_values("clone.same_values", y, x.values, f"{clone}")
 
 
-@pytest.mark.invariant("clone.write_isolated")
-@given(data=st.data())
+@property_test("clone.write_isolated")
 def test_writes_to_clone_and_source_stay_apart(device, data):
     ex = Example(data, device)
     x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
@@ -86,8 +81,7 @@ def test_writes_to_clone_and_source_stay_apart(device, data):
     expect_values("clone.write_isolated", y, clone_values, f"clone after source.{write}")
 
 
-@pytest.mark.invariant("clone.own_version")
-@given(data=st.data())
+@property_test("clone.own_version")
 def test_clone_has_own_version_counter(device, data):
     ex = Example(data, device)
     x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
@@ -106,8 +100,7 @@ def test_clone_has_own_version_counter(device, data):
     )
 
 
-@pytest.mark.invariant("clone.preserves_strides")
-@given(data=st.data())
+@property_test("clone.preserves_strides")
 def test_clone_of_dense_tensor_keeps_strides(device, data):
     ex = Example(data, device)
     x = ex.tensor("source")
@@ -123,8 +116,7 @@ def test_clone_of_dense_tensor_keeps_strides(device, data):
     )
 
 
-@pytest.mark.invariant("clone.result_in_graph")
-@given(data=st.data())
+@property_test("clone.result_in_graph")
 def test_clone_joins_the_graph_of_its_source(device, data):
     ex = Example(data, device)
     x = ex.tensor("source")
@@ -140,8 +132,7 @@ def test_clone_joins_the_graph_of_its_source(device, data):
     )
 
 
-@pytest.mark.invariant("clone.grad_flows_to_source")
-@given(data=st.data())
+@property_test("clone.grad_flows_to_source")
 def test_gradient_through_clone_reaches_source(device, data):
     ex = Example(data, device)
     x = ex.tensor("source", roles=GRAD_ROLES)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from conformance.check import (
@@ -20,7 +20,7 @@ from conformance.check import (
     expect_values,
     shares_storage,
 )
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from strategies.dtypes import arrays
 from strategies.tensors import DTYPE_NAMES, TORCH_DTYPES
 
@@ -58,8 +58,7 @@ def _layout(t: torch.Tensor) -> tuple:
     return tuple(t.shape), tuple(t.stride()), t.storage_offset()
 
 
-@pytest.mark.invariant(RULE)
-@given(data=st.data())
+@property_test(RULE)
 def test_views_of_a_complex_tensor_read_its_parts(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", dtypes=ex.dtypes(("complex",)), roles=("plain", "nonleaf", "view"))
@@ -95,8 +94,7 @@ def test_views_of_a_complex_tensor_read_its_parts(device, data):
         )
 
 
-@pytest.mark.invariant(RULE)
-@given(data=st.data())
+@property_test(RULE)
 def test_view_as_complex_reads_float_pairs(device, data):
     ex = Example(data, device)
     floats = tuple(d for d in ex.dtypes(("float",)) if d in ("float32", "float64"))
@@ -133,8 +131,7 @@ def test_view_as_complex_reads_float_pairs(device, data):
     expect(RULE, x.tensor._version > before, "x's version after a write through view_as_complex")
 
 
-@pytest.mark.invariant(RULE)
-@given(data=st.data())
+@property_test(RULE)
 def test_what_is_refused_and_what_is_the_tensor_itself(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("plain", "nonleaf"))
@@ -153,8 +150,7 @@ def test_what_is_refused_and_what_is_the_tensor_itself(device, data):
     expect_values(RULE, neg_imag, -x.values.imag, "x.conj().imag")
 
 
-@pytest.mark.invariant(RULE)
-@given(data=st.data())
+@property_test(RULE)
 def test_gradients_pass_between_parts_and_complex_numbers(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", dtypes=ex.dtypes(("complex",)), roles=("leaf",))

@@ -5,9 +5,8 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from conformance.check import (
@@ -18,7 +17,7 @@ from conformance.check import (
     shares_storage,
     storage_id,
 )
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from conformance.spellings import COPIES
 from conformance.summing import summed_tolerance
 from oracle.nodes import sum_to
@@ -56,8 +55,7 @@ def _src_cases(ex, device, target, roles, dtypes):
     return tensor_cases(device, dtypes, roles=roles, shapes=broadcast_sources(target))
 
 
-@pytest.mark.invariant("copy.values_copied")
-@given(data=st.data())
+@property_test("copy.values_copied")
 def test_copy_fills_dst_with_cast_broadcast_src(device, data):
     ex = Example(data, device)
     dst, src = _draw_pair(ex, ("plain", "nonleaf"), ("plain", "leaf", "view", "nonleaf"))
@@ -71,8 +69,7 @@ def test_copy_fills_dst_with_cast_broadcast_src(device, data):
     expect_values("copy.values_copied", dst.tensor, expected, f"dst after {copy}")
 
 
-@pytest.mark.invariant("copy.keeps_storage")
-@given(data=st.data())
+@property_test("copy.keeps_storage")
 def test_copy_writes_into_dst_own_memory(device, data):
     ex = Example(data, device)
     dst, src = _draw_pair(ex, ("plain", "nonleaf"), ("plain", "leaf", "view", "nonleaf"))
@@ -99,8 +96,7 @@ def test_copy_writes_into_dst_own_memory(device, data):
     )
 
 
-@pytest.mark.invariant("copy.result_in_graph")
-@given(data=st.data())
+@property_test("copy.result_in_graph")
 def test_copy_from_grad_src_puts_dst_in_graph(device, data):
     ex = Example(data, device)
     dst, src = _draw_pair(ex, ("plain", "nonleaf"), ("plain", "leaf", "view", "nonleaf"), grad=True)
@@ -119,8 +115,7 @@ def test_copy_from_grad_src_puts_dst_in_graph(device, data):
     )
 
 
-@pytest.mark.invariant("copy.grad_flows_to_src")
-@given(data=st.data())
+@property_test("copy.grad_flows_to_src")
 def test_gradient_through_copy_reaches_src(device, data):
     ex = Example(data, device)
     dst, src = _draw_pair(ex, ("plain", "nonleaf"), ("leaf", "view", "nonleaf"), grad=True)
@@ -152,8 +147,7 @@ def test_gradient_through_copy_reaches_src(device, data):
     )
 
 
-@pytest.mark.invariant("copy.overwritten_gets_no_grad")
-@given(data=st.data())
+@property_test("copy.overwritten_gets_no_grad")
 def test_overwritten_values_get_zero_gradient(device, data):
     ex = Example(data, device)
     dst, src = _draw_pair(ex, ("nonleaf",), ("plain", "leaf", "view", "nonleaf"), grad=True)
@@ -171,8 +165,7 @@ def test_overwritten_values_get_zero_gradient(device, data):
     )
 
 
-@pytest.mark.invariant("copy.into_grad_leaf_raises")
-@given(data=st.data())
+@property_test("copy.into_grad_leaf_raises")
 def test_copy_into_grad_leaf_raises(device, data):
     ex = Example(data, device)
     dst, src = _draw_pair(ex, ("leaf",), ("plain", "leaf", "view", "nonleaf"), grad=True)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import (
@@ -16,7 +14,7 @@ from conformance.check import (
     expect_values,
     shares_storage,
 )
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from conformance.saving import draw_scenario
 from conformance.writes import writes_for
 from oracle.dtypes import round_to
@@ -26,8 +24,7 @@ from strategies.layouts import WRITABLE_LAYOUTS
 from strategies.tensors import DTYPE_NAMES, to_numpy
 
 
-@pytest.mark.invariant("data.shares_storage")
-@given(data=st.data())
+@property_test("data.shares_storage")
 def test_data_shares_storage(device, data):
     ex = Example(data, device)
     x = ex.tensor("source")
@@ -43,8 +40,7 @@ def test_data_shares_storage(device, data):
     expect_values("data.shares_storage", d, x.values, ".data")
 
 
-@pytest.mark.invariant("data.own_version")
-@given(data=st.data())
+@property_test("data.own_version")
 def test_data_has_own_version_counter(device, data):
     ex = Example(data, device)
     x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
@@ -65,8 +61,7 @@ def test_data_has_own_version_counter(device, data):
     )
 
 
-@pytest.mark.invariant("data.never_requires_grad")
-@given(data=st.data())
+@property_test("data.never_requires_grad")
 def test_data_never_requires_grad(device, data):
     ex = Example(data, device)
     x = ex.tensor("source")
@@ -79,8 +74,7 @@ def test_data_never_requires_grad(device, data):
     )
 
 
-@pytest.mark.invariant("data.write_is_silent")
-@given(data=st.data())
+@property_test("data.write_is_silent")
 def test_write_through_data_never_makes_backward_raise(device, data):
     ex = Example(data, device)
     scenario = draw_scenario(ex)
@@ -95,8 +89,7 @@ def test_write_through_data_never_makes_backward_raise(device, data):
     )
 
 
-@pytest.mark.invariant("data.write_changes_gradient")
-@given(data=st.data())
+@property_test("data.write_changes_gradient")
 def test_write_through_data_changes_gradient(device, data):
     ex = Example(data, device)
     scenario = draw_scenario(ex)

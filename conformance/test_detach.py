@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import (
@@ -15,7 +13,7 @@ from conformance.check import (
     expect_values,
     shares_storage,
 )
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from conformance.saving import draw_scenario
 from conformance.spellings import DETACHES
 from conformance.writes import writes_for
@@ -24,8 +22,7 @@ from strategies.layouts import WRITABLE_LAYOUTS
 from strategies.tensors import GRAD_ROLES, to_numpy
 
 
-@pytest.mark.invariant("detach.shares_storage")
-@given(data=st.data())
+@property_test("detach.shares_storage")
 def test_detach_shares_storage(device, data):
     ex = Example(data, device)
     x = ex.tensor("source")
@@ -42,8 +39,7 @@ def test_detach_shares_storage(device, data):
     expect_values("detach.shares_storage", d, x.values, f"{detach}")
 
 
-@pytest.mark.invariant("detach.shares_version")
-@given(data=st.data())
+@property_test("detach.shares_version")
 def test_detach_shares_version_counter(device, data):
     ex = Example(data, device)
     x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
@@ -65,8 +61,7 @@ def test_detach_shares_version_counter(device, data):
         )
 
 
-@pytest.mark.invariant("detach.never_requires_grad")
-@given(data=st.data())
+@property_test("detach.never_requires_grad")
 def test_detach_never_requires_grad(device, data):
     ex = Example(data, device)
     x = ex.tensor("source")
@@ -83,8 +78,7 @@ def test_detach_never_requires_grad(device, data):
     )
 
 
-@pytest.mark.invariant("detach.blocks_gradient")
-@given(data=st.data())
+@property_test("detach.blocks_gradient")
 def test_no_gradient_flows_through_detach(device, data):
     ex = Example(data, device)
     x = ex.tensor("source", roles=GRAD_ROLES)
@@ -113,8 +107,7 @@ def test_no_gradient_flows_through_detach(device, data):
     )
 
 
-@pytest.mark.invariant("detach.write_visible")
-@given(data=st.data())
+@property_test("detach.write_visible")
 def test_writes_through_detach_are_seen_both_ways(device, data):
     ex = Example(data, device)
     x = ex.tensor("source", layout_kinds=WRITABLE_LAYOUTS)
@@ -135,8 +128,7 @@ def test_writes_through_detach_are_seen_both_ways(device, data):
         )
 
 
-@pytest.mark.invariant("detach.write_then_backward_raises")
-@given(data=st.data())
+@property_test("detach.write_then_backward_raises")
 def test_write_through_detach_then_backward_raises(device, data):
     ex = Example(data, device)
     scenario = draw_scenario(ex)
@@ -153,8 +145,7 @@ def test_write_through_detach_then_backward_raises(device, data):
     )
 
 
-@pytest.mark.invariant("detach.inplace_makes_leaf")
-@given(data=st.data())
+@property_test("detach.inplace_makes_leaf")
 def test_detach_inplace(device, data):
     ex = Example(data, device)
     x = ex.tensor("source")

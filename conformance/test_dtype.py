@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import expect, expect_no_raise, expect_raises
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from conformance.spellings import Spelling
 from strategies.dtypes import DTYPES
 from strategies.shapes import nonempty_shapes
@@ -38,8 +36,7 @@ REQUIRE_GRAD = (
 )
 
 
-@pytest.mark.invariant("dtype.only_float_complex_require_grad")
-@given(data=st.data())
+@property_test("dtype.only_float_complex_require_grad")
 def test_only_floating_and_complex_can_require_grad(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("plain",), layout_kinds=("contiguous",))
@@ -76,8 +73,7 @@ _INTO_INT = (
 )
 
 
-@pytest.mark.invariant("dtype.inplace_keeps_int_out_of_graph")
-@given(data=st.data())
+@property_test("dtype.inplace_keeps_int_out_of_graph")
 def test_inplace_write_from_grad_value_keeps_integers_out_of_graph(device, data):
     ex = Example(data, device)
     x = ex.tensor(

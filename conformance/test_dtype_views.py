@@ -8,9 +8,7 @@ half of a float32)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import (
@@ -20,7 +18,7 @@ from conformance.check import (
     expect_values,
     shares_storage,
 )
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from strategies.dtypes import arrays
 from strategies.tensors import TORCH_DTYPES
 
@@ -68,8 +66,7 @@ def _layout(shape, strides, offset, old: str, new: str):
     return shape[:-1] + (shape[-1] // r,), tuple(s // r for s in strides[:-1]) + (1,), offset // r
 
 
-@pytest.mark.invariant(RULE)
-@given(data=st.data())
+@property_test(RULE)
 def test_view_dtype_reads_the_same_bytes(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", dtypes=tuple(d for d in ex.dtypes() if d != "bool"))

@@ -8,14 +8,12 @@ computes with what unpack returned."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import attributed_to, expect, expect_no_raise, expect_raises, expect_values
 from conformance.differential.functions import namespace
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from oracle.dtypes import round_to
 from strategies.layouts import WRITABLE_LAYOUTS
 
@@ -38,8 +36,7 @@ def _root_grad(x, g, local):
     return round_to(x.grad_for_root(round_to(g * local, x.dtype)), x.dtype)
 
 
-@pytest.mark.invariant("function.saved_version_check")
-@given(data=st.data())
+@property_test("function.saved_version_check")
 def test_function_saved_input_written_makes_backward_raise(device, data):
     ex = Example(data, device)
     x = _nonleaf(ex)
@@ -63,8 +60,7 @@ def test_function_saved_input_written_makes_backward_raise(device, data):
     expect_values("function.saved_version_check", x.root.grad, want, "the gradient")
 
 
-@pytest.mark.invariant("function.mark_dirty_returns_input")
-@given(data=st.data())
+@property_test("function.mark_dirty_returns_input")
 def test_mark_dirty_returns_the_input_rebased(device, data):
     ex = Example(data, device)
     x = _nonleaf(ex)
@@ -87,8 +83,7 @@ def test_mark_dirty_returns_the_input_rebased(device, data):
     expect_values(rule, x.root.grad, want_g, "the gradient")
 
 
-@pytest.mark.invariant("function.mark_dirty_returns_input")
-@given(data=st.data())
+@property_test("function.mark_dirty_returns_input")
 def test_mark_dirty_on_a_leaf_that_requires_grad_raises(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", dtypes=ex.grad_dtypes(), roles=("leaf",), layout_kinds=WRITABLE_LAYOUTS)
@@ -100,8 +95,7 @@ def test_mark_dirty_on_a_leaf_that_requires_grad_raises(device, data):
     )
 
 
-@pytest.mark.invariant("function.non_differentiable_output")
-@given(data=st.data())
+@property_test("function.non_differentiable_output")
 def test_non_differentiable_output_requires_no_grad(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", dtypes=ex.dtypes(("float",)), roles=("leaf", "nonleaf", "view"))
@@ -113,8 +107,7 @@ def test_non_differentiable_output_requires_no_grad(device, data):
     expect_values(rule, z, round_to(np.sign(x.values), x.dtype), "its values")
 
 
-@pytest.mark.invariant("function.view_output")
-@given(data=st.data())
+@property_test("function.view_output")
 def test_view_output_cannot_be_written(device, data):
     ex = Example(data, device)
     x = _nonleaf(ex)
@@ -131,8 +124,7 @@ def test_view_output_cannot_be_written(device, data):
     expect_raises(rule, "CUSTOM_FUNCTION_VIEW", lambda: v.grad_fn, "v.grad_fn after x.mul_(2)")
 
 
-@pytest.mark.invariant("saved_hooks.pack_unpack")
-@given(data=st.data())
+@property_test("saved_hooks.pack_unpack")
 def test_saved_tensors_hooks_pack_once_unpack_once(device, data):
     ex = Example(data, device)
     x = _nonleaf(ex)
@@ -162,8 +154,7 @@ def test_saved_tensors_hooks_pack_once_unpack_once(device, data):
     expect_values(rule, x.root.grad, want, "the gradient, from sin at unpack's 4 * x")
 
 
-@pytest.mark.invariant("saved_hooks.pack_unpack")
-@given(data=st.data())
+@property_test("saved_hooks.pack_unpack")
 def test_saved_tensors_hooks_skip_the_version_check(device, data):
     ex = Example(data, device)
     x = _nonleaf(ex)

@@ -6,9 +6,8 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from conformance.check import (
@@ -18,7 +17,7 @@ from conformance.check import (
     expect_raises,
     expect_values,
 )
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from conformance.saving import draw_scenario
 from oracle.dtypes import round_to
 from strategies.dtypes import DTYPES
@@ -29,8 +28,7 @@ def _as_tensor(values: np.ndarray, like: torch.Tensor) -> torch.Tensor:
     return torch.tensor(values, dtype=like.dtype, device=like.device)
 
 
-@pytest.mark.invariant("grad.accumulates_across_backward")
-@given(data=st.data())
+@property_test("grad.accumulates_across_backward")
 def test_grad_accumulates_across_backward_calls(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=GRAD_ROLES)
@@ -61,8 +59,7 @@ _PATHS = (
 )
 
 
-@pytest.mark.invariant("grad.accumulates_across_paths")
-@given(data=st.data())
+@property_test("grad.accumulates_across_paths")
 def test_grad_sums_over_paths(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=GRAD_ROLES)
@@ -95,8 +92,7 @@ _HANDED_PATHS = (
 )
 
 
-@pytest.mark.invariant("grad.gradient_argument_kept")
-@given(data=st.data())
+@property_test("grad.gradient_argument_kept")
 def test_the_gradient_handed_to_backward_is_only_read(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=GRAD_ROLES)
@@ -132,8 +128,7 @@ def test_the_gradient_handed_to_backward_is_only_read(device, data):
     )
 
 
-@pytest.mark.invariant("grad.matches_leaf")
-@given(data=st.data())
+@property_test("grad.matches_leaf")
 def test_grad_has_leaf_shape_dtype_device(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=GRAD_ROLES)
@@ -144,8 +139,7 @@ def test_grad_has_leaf_shape_dtype_device(device, data):
     expect("grad.matches_leaf", got == want, f".grad is {got}, the leaf is {want}")
 
 
-@pytest.mark.invariant("grad.leaves_only")
-@given(data=st.data())
+@property_test("grad.leaves_only")
 def test_backward_fills_grad_of_leaves_only(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("view", "nonleaf"))
@@ -162,8 +156,7 @@ def test_backward_fills_grad_of_leaves_only(device, data):
     expect("grad.leaves_only", x.root.grad is not None, "the leaf's .grad stayed None")
 
 
-@pytest.mark.invariant("grad.retain_grad")
-@given(data=st.data())
+@property_test("grad.retain_grad")
 def test_retain_grad(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=GRAD_ROLES)
@@ -184,8 +177,7 @@ def test_retain_grad(device, data):
     expect_values("grad.retain_grad", x.tensor.grad, grad * scale, "the retained .grad")
 
 
-@pytest.mark.invariant("grad.backward_twice_raises")
-@given(data=st.data())
+@property_test("grad.backward_twice_raises")
 def test_second_backward_needs_retain_graph(device, data):
     ex = Example(data, device)
     scenario = draw_scenario(ex)
@@ -214,8 +206,7 @@ def test_second_backward_needs_retain_graph(device, data):
         )
 
 
-@pytest.mark.invariant("grad.nonscalar_needs_gradient")
-@given(data=st.data())
+@property_test("grad.nonscalar_needs_gradient")
 def test_implicit_gradient_only_for_real_scalars(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=GRAD_ROLES)
@@ -233,8 +224,7 @@ def test_implicit_gradient_only_for_real_scalars(device, data):
     expect_values("grad.nonscalar_needs_gradient", x.root.grad, expected, "implicit gradient")
 
 
-@pytest.mark.invariant("grad.requires_graph")
-@given(data=st.data())
+@property_test("grad.requires_graph")
 def test_backward_without_graph_raises(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("plain",))

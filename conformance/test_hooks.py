@@ -6,13 +6,11 @@ grad (a hook broken for one dtype alone must not depend on the draw)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import attributed_to, expect, expect_raises, expect_values
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from oracle.dtypes import round_to
 from oracle.gradapi import FACTORS, TERMS
 from strategies.dtypes import arrays
@@ -43,8 +41,7 @@ def _grad(ex: Example, dtype: str, device: str, label: str):
     return torch.tensor(g, dtype=TORCH_DTYPES[dtype], device=device), round_to(g, dtype)
 
 
-@pytest.mark.invariant("grad.hook_replaces_gradient")
-@given(data=st.data())
+@property_test("grad.hook_replaces_gradient")
 def test_a_hook_result_replaces_the_gradient(device, data):
     """y = x * 2 (y retained); a hook on x or on y: what it returns is x's
     gradient (x.grad), or y's (y.grad and, through MulBackward, x.grad)."""
@@ -68,8 +65,7 @@ def test_a_hook_result_replaces_the_gradient(device, data):
             expect_values("grad.hook_replaces_gradient", x.grad, gx, f"x.grad after {what}")
 
 
-@pytest.mark.invariant("grad.hooks_run_in_order")
-@given(data=st.data())
+@property_test("grad.hooks_run_in_order")
 def test_hooks_run_in_registration_order(device, data):
     """Two to four hooks on x (a leaf) or on y = x * 2: each sees the one
     before's result; one whose handle was removed never runs."""
@@ -107,8 +103,7 @@ def _fold(chain: list[str], consts: list[float], g: np.ndarray, dtype: str) -> n
     return g
 
 
-@pytest.mark.invariant("grad.post_accumulate_hook")
-@given(data=st.data())
+@property_test("grad.post_accumulate_hook")
 def test_post_accumulate_hook_sees_the_accumulated_grad(device, data):
     """A post-accumulate-grad hook on leaf x that records x.grad and scales
     it, then one to three backward calls through y = x * 2: the hook runs
@@ -149,8 +144,7 @@ def test_post_accumulate_hook_sees_the_accumulated_grad(device, data):
         )
 
 
-@pytest.mark.invariant("grad.retain_grad_follows_writes")
-@given(data=st.data())
+@property_test("grad.retain_grad_follows_writes")
 def test_retained_grad_follows_writes_across_backward_calls(device, data):
     """y = x * 2, retained; (y * 3).backward(g) before and after an in-place
     y.mul_(c) on y itself or on y.narrow(0, 0, 2): y.grad adds 3 * g each
@@ -194,8 +188,7 @@ def _small(dtype: str) -> st.SearchStrategy:
     return st.builds(complex, part, part) if TORCH_DTYPES[dtype].is_complex else part
 
 
-@pytest.mark.invariant("grad.create_graph")
-@given(data=st.data())
+@property_test("grad.create_graph")
 def test_create_graph_gives_gradients_in_a_graph(device, data):
     """y = f(x): torch.autograd.grad(y, x, v, create_graph=True) is f'(x) * v
     and requires grad, and its gradient against w is f''(x) * v * w; so does

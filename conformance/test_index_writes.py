@@ -7,14 +7,13 @@ from the oracle's formulas (oracle.index_ops)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import assume
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from conformance.check import expect, expect_values, storage_id
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from oracle import index_ops
 from strategies.dtypes import DTYPES, elements
 from strategies.layouts import WRITABLE_LAYOUTS
@@ -67,8 +66,7 @@ def _source(ex: Example, shape, dtype: str, label: str) -> np.ndarray:
     return ex.draw(hnp.arrays(DTYPES[dtype].compute_dtype, shape, elements=elements(dtype)), label)
 
 
-@pytest.mark.invariant("index.writes_in_place", "version.bumps_on_inplace")
-@given(data=st.data())
+@property_test("index.writes_in_place", "version.bumps_on_inplace")
 def test_indexed_writes_change_the_indexed_elements_in_place(device, data):
     ex = Example(data, device)
     x = ex.tensor(
@@ -96,8 +94,7 @@ def test_indexed_writes_change_the_indexed_elements_in_place(device, data):
         expect("index.writes_in_place", result is x.tensor, f"{name} returned another tensor")
 
 
-@pytest.mark.invariant("index.grad_to_source")
-@given(data=st.data())
+@property_test("index.grad_to_source")
 def test_gradient_of_an_indexed_write_reaches_the_source(device, data):
     ex = Example(data, device)
     dtype = ex.draw(st.sampled_from(ex.grad_dtypes()), "dtype")

@@ -3,18 +3,15 @@ for backward."""
 
 from __future__ import annotations
 
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import expect, expect_raises
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from strategies.tensors import TORCH_DTYPES
 
 
-@pytest.mark.invariant("inference.no_version_counter")
-@given(data=st.data())
+@property_test("inference.no_version_counter")
 def test_inference_tensors_have_no_version(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("plain",), layout_kinds=("contiguous",))
@@ -36,8 +33,7 @@ def test_inference_tensors_have_no_version(device, data):
     )
 
 
-@pytest.mark.invariant("inference.not_saved_for_backward")
-@given(data=st.data())
+@property_test("inference.not_saved_for_backward")
 def test_inference_tensor_cannot_be_saved(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("leaf",))

@@ -8,13 +8,10 @@ bit into new memory, or hand back the tensor itself when it has none."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
 
 from conformance.check import attributed_to, expect, expect_values, shares_storage
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from strategies.dtypes import arrays
 
 # name, call, (bit, reads: values -> what the view reads), for a complex x
@@ -37,8 +34,7 @@ def _bit(t: torch.Tensor, bit: str) -> bool:
     return t.is_conj() if bit == "conj" else t.is_neg()
 
 
-@pytest.mark.invariant("view.conj_lazy")
-@given(data=st.data())
+@property_test("view.conj_lazy")
 def test_conj_is_a_view_that_reads_and_writes_through_its_bit(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", dtypes=ex.dtypes(("complex",)), roles=("plain", "nonleaf", "view"))
@@ -78,8 +74,7 @@ def _stored(name: str, value: np.ndarray) -> np.ndarray:
     return np.conj(value) if name == "x.conj()" else np.conj(np.swapaxes(value, -1, -2))
 
 
-@pytest.mark.invariant("view.conj_lazy")
-@given(data=st.data())
+@property_test("view.conj_lazy")
 def test_conj_passes_the_conjugate_gradient_and_leaves_real_tensors_alone(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", dtypes=ex.grad_dtypes(), roles=("leaf",))
@@ -94,8 +89,7 @@ def test_conj_passes_the_conjugate_gradient_and_leaves_real_tensors_alone(device
     expect_values("view.conj_lazy", x.tensor.grad, np.conj(g), f"x.grad after x.conj() given {g}")
 
 
-@pytest.mark.invariant("view.conj_resolve")
-@given(data=st.data())
+@property_test("view.conj_resolve")
 def test_resolve_materialises_the_bit_in_new_memory(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", dtypes=ex.dtypes(("float", "complex")), roles=("plain", "nonleaf", "view"))

@@ -3,13 +3,11 @@ results do not require grad; views made under no_grad stay read-only after."""
 
 from __future__ import annotations
 
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import attributed_to, expect, expect_raises, expect_values
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from conformance.writes import bumps_for, writes_for
 from strategies.dtypes import elements
 from strategies.layouts import WRITABLE_LAYOUTS
@@ -29,24 +27,21 @@ def _refused(ex: Example, x, invariant: str, error: str, what: str) -> None:
     )
 
 
-@pytest.mark.invariant("leaf.inplace_raises")
-@given(data=st.data())
+@property_test("leaf.inplace_raises")
 def test_inplace_on_grad_leaf_raises(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("leaf",), layout_kinds=WRITABLE_LAYOUTS)
     _refused(ex, x, "leaf.inplace_raises", "INPLACE_ON_LEAF", "a leaf that requires grad")
 
 
-@pytest.mark.invariant("leaf.view_inplace_raises")
-@given(data=st.data())
+@property_test("leaf.view_inplace_raises")
 def test_inplace_on_view_of_grad_leaf_raises(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("view",), layout_kinds=WRITABLE_LAYOUTS)
     _refused(ex, x, "leaf.view_inplace_raises", "INPLACE_ON_LEAF_VIEW", "a view of a grad leaf")
 
 
-@pytest.mark.invariant("nograd.inplace_on_leaf_allowed")
-@given(data=st.data())
+@property_test("nograd.inplace_on_leaf_allowed")
 def test_inplace_on_grad_leaf_allowed_under_no_grad(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("leaf", "view"), layout_kinds=WRITABLE_LAYOUTS)
@@ -79,8 +74,7 @@ _COMPUTATIONS = (
 )
 
 
-@pytest.mark.invariant("nograd.results_dont_require_grad")
-@given(data=st.data())
+@property_test("nograd.results_dont_require_grad")
 def test_no_grad_results_do_not_require_grad(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("leaf", "view", "nonleaf"))
@@ -95,8 +89,7 @@ def test_no_grad_results_do_not_require_grad(device, data):
     )
 
 
-@pytest.mark.invariant("nograd.view_inplace_raises")
-@given(data=st.data())
+@property_test("nograd.view_inplace_raises")
 def test_view_from_no_grad_refuses_inplace_with_grad(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("leaf", "view", "nonleaf"), layout_kinds=WRITABLE_LAYOUTS)

@@ -8,13 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import attributed_to, expect, expect_raises, expect_values
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from conformance.writes import writes_for
 from oracle.dtypes import round_to
 from strategies.dtypes import elements
@@ -68,8 +66,7 @@ def _linear(data, device: str, forms: list[str]) -> _Linear:
     return _Linear(ex, x, name, compute, factor, form)
 
 
-@pytest.mark.invariant("nograd.enable_grad_restores")
-@given(data=st.data())
+@property_test("nograd.enable_grad_restores")
 def test_enable_grad_inside_no_grad_records_and_restores(device, data):
     lin = _linear(data, device, ["with torch.enable_grad()", "@torch.enable_grad()"])
     ex, x, name, compute, factor, form, run = (
@@ -105,8 +102,7 @@ def test_enable_grad_inside_no_grad_records_and_restores(device, data):
     _backward_reaches_root(inv, ex, x, y, factor, what)
 
 
-@pytest.mark.invariant("nograd.set_grad_enabled")
-@given(data=st.data())
+@property_test("nograd.set_grad_enabled")
 def test_set_grad_enabled_sets_grad_mode(device, data):
     lin = _linear(data, device, ["context manager", "function", "decorator"])
     ex, x, name, factor, form, run = lin.ex, lin.x, lin.name, lin.factor, lin.form, lin.run
@@ -153,8 +149,7 @@ def _inference_tensor(ex: Example, x, device: str) -> tuple[str, torch.Tensor]:
     return made, t
 
 
-@pytest.mark.invariant("inference.inplace_outside_raises")
-@given(data=st.data())
+@property_test("inference.inplace_outside_raises")
 def test_inplace_on_inference_tensor_outside_inference_mode_raises(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("plain",), layout_kinds=("contiguous",))
@@ -182,8 +177,7 @@ def test_inplace_on_inference_tensor_outside_inference_mode_raises(device, data)
         expect_raises(inv, "INFERENCE_INPLACE", lambda: write.apply(t, value), what)
 
 
-@pytest.mark.invariant("inference.view_inplace_raises")
-@given(data=st.data())
+@property_test("inference.view_inplace_raises")
 def test_view_made_in_inference_mode_refuses_inplace_with_grad(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("leaf", "view", "nonleaf"), layout_kinds=WRITABLE_LAYOUTS)

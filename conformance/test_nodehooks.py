@@ -7,12 +7,10 @@ can require grad, and both nodes."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import attributed_to, expect, expect_values
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from conformance.test_hooks import _const, _grad, _leaf
 from oracle.dtypes import round_to
 
@@ -71,8 +69,7 @@ def _expect_seen(rule: str, seens: list, chain: list, consts: list, g, dtype: st
     return g
 
 
-@pytest.mark.invariant(PRE)
-@given(data=st.data())
+@property_test(PRE)
 def test_node_prehooks_replace_grad_outputs(device, data):
     """y = x * 2; a tensor hook (+ t) on y or x; one to three pre-hooks on
     y.grad_fn or on x's AccumulateGrad: each gets the gradient after the
@@ -105,8 +102,7 @@ def test_node_prehooks_replace_grad_outputs(device, data):
             expect_values(PRE, x.grad, want, f"x.grad after {what}")
 
 
-@pytest.mark.invariant(POST)
-@given(data=st.data())
+@property_test(POST)
 def test_node_hooks_replace_grad_inputs(device, data):
     """y = x * 2; a pre-hook (* c) on y.grad_fn, then one to three hooks on
     it: each runs after MulBackward0, gets its grad_inputs (those of the hook

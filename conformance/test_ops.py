@@ -9,9 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from conformance.check import (
@@ -25,7 +24,7 @@ from conformance.check import (
     shares_storage,
     storage_id,
 )
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from conformance.writes import bumps_for
 from oracle.dtypes import round_to
 from oracle.tolerances import EPS
@@ -108,8 +107,7 @@ def _kernels(ex: Example, dtype: str, backward: bool = False) -> tuple[Unary, ..
     return tuple(u for u in _unaries(dtype) if ex.has_kernel(u.name, u.torch, (dtype,), backward))
 
 
-@pytest.mark.invariant("ops.values")
-@given(data=st.data())
+@property_test("ops.values")
 def test_ops_compute_their_values(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", values=small_elements)
@@ -122,8 +120,7 @@ def test_ops_compute_their_values(device, data):
         expect_values("ops.values", y, round_to(expected, out), str(op))
 
 
-@pytest.mark.invariant("ops.inplace_writes_self")
-@given(data=st.data())
+@property_test("ops.inplace_writes_self")
 def test_inplace_ops_write_self_and_return_it(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=("plain", "nonleaf"), layout_kinds=WRITABLE_LAYOUTS)
@@ -137,8 +134,7 @@ def test_inplace_ops_write_self_and_return_it(device, data):
         expect("ops.inplace_writes_self", result is x.tensor, f"{op} returned another tensor")
 
 
-@pytest.mark.invariant("ops.out_of_place_new_tensor")
-@given(data=st.data())
+@property_test("ops.out_of_place_new_tensor")
 def test_out_of_place_ops_leave_inputs_alone(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", values=small_elements)
@@ -162,8 +158,7 @@ _BINARY = (
 )
 
 
-@pytest.mark.invariant("ops.shape_errors")
-@given(data=st.data())
+@property_test("ops.shape_errors")
 def test_shapes_that_do_not_broadcast_raise(device, data):
     ex = Example(data, device)
     x = ex.tensor(
@@ -187,8 +182,7 @@ def test_shapes_that_do_not_broadcast_raise(device, data):
     )
 
 
-@pytest.mark.invariant("grad.requires_grad_propagates")
-@given(data=st.data())
+@property_test("grad.requires_grad_propagates")
 def test_results_require_grad_when_an_input_does(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", dtypes=ex.grad_dtypes())
@@ -214,8 +208,7 @@ def test_results_require_grad_when_an_input_does(device, data):
         )
 
 
-@pytest.mark.invariant("grad.formula")
-@given(data=st.data())
+@property_test("grad.formula")
 def test_gradients_follow_each_ops_formula(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", roles=GRAD_ROLES, values=small_elements)
@@ -242,8 +235,7 @@ def test_gradients_follow_each_ops_formula(device, data):
         )
 
 
-@pytest.mark.invariant("grad.requires_grad_flag_on_leaves")
-@given(data=st.data())
+@property_test("grad.requires_grad_flag_on_leaves")
 def test_requires_grad_can_only_be_switched_off_on_leaves(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", dtypes=ex.grad_dtypes())

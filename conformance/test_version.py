@@ -3,14 +3,12 @@ backward checks the versions of what it saved."""
 
 from __future__ import annotations
 
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import build
 from conformance.check import attributed_to, expect, expect_no_raise, expect_raises
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from conformance.saving import draw_scenario
 from conformance.writes import bumps_for, writes_for
 from strategies.dtypes import DTYPES, elements
@@ -18,8 +16,7 @@ from strategies.layouts import WRITABLE_LAYOUTS
 from strategies.views import views
 
 
-@pytest.mark.invariant("version.bumps_on_inplace")
-@given(data=st.data())
+@property_test("version.bumps_on_inplace")
 def test_every_inplace_op_bumps_the_version(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", layout_kinds=WRITABLE_LAYOUTS)
@@ -60,8 +57,7 @@ def _reads(x, view) -> list[tuple[str, object]]:
     return reads
 
 
-@pytest.mark.invariant("version.unchanged_out_of_place")
-@given(data=st.data())
+@property_test("version.unchanged_out_of_place")
 def test_out_of_place_ops_leave_the_version(device, data):
     ex = Example(data, device)
     x = ex.tensor("x")
@@ -77,8 +73,7 @@ def test_out_of_place_ops_leave_the_version(device, data):
     )
 
 
-@pytest.mark.invariant("version.saved_modified_raises")
-@given(data=st.data())
+@property_test("version.saved_modified_raises")
 def test_writing_a_saved_tensor_makes_backward_raise(device, data):
     ex = Example(data, device)
     scenario = draw_scenario(ex, "savers")
@@ -95,8 +90,7 @@ def test_writing_a_saved_tensor_makes_backward_raise(device, data):
     )
 
 
-@pytest.mark.invariant("version.unsaved_modified_ok")
-@given(data=st.data())
+@property_test("version.unsaved_modified_ok")
 def test_writing_an_unsaved_tensor_leaves_backward_working(device, data):
     ex = Example(data, device)
     scenario = draw_scenario(ex, "non-savers")
@@ -116,8 +110,7 @@ def test_writing_an_unsaved_tensor_leaves_backward_working(device, data):
     )
 
 
-@pytest.mark.invariant("version.no_grad_bumps")
-@given(data=st.data())
+@property_test("version.no_grad_bumps")
 def test_inplace_under_no_grad_still_bumps(device, data):
     ex = Example(data, device)
     x = ex.tensor("x", layout_kinds=WRITABLE_LAYOUTS)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from conformance.check import expect, expect_raises, expect_values, shares_storage
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from conformance.writes import writes_for
 from strategies.dtypes import arrays, elements
 from strategies.layouts import WRITABLE_LAYOUTS
@@ -21,8 +20,7 @@ def _view(ex: Example, x, writable: bool = False, label: str = "view"):
     return ex.draw(views(x.shape, x.tensor.is_contiguous(), writable=writable), label)
 
 
-@pytest.mark.invariant("view.shares_storage_and_version")
-@given(data=st.data())
+@property_test("view.shares_storage_and_version")
 def test_view_shares_storage_and_version(device, data):
     ex = Example(data, device)
     x = ex.tensor("base", layout_kinds=WRITABLE_LAYOUTS)
@@ -62,8 +60,7 @@ def test_view_shares_storage_and_version(device, data):
         )
 
 
-@pytest.mark.invariant("view.write_visible")
-@given(data=st.data())
+@property_test("view.write_visible")
 def test_writes_through_views_are_seen_both_ways(device, data):
     ex = Example(data, device)
     x = ex.tensor("base", layout_kinds=WRITABLE_LAYOUTS)
@@ -90,8 +87,7 @@ def test_writes_through_views_are_seen_both_ways(device, data):
             expect_values("view.write_visible", v, values[index], f"{view} after base.{write}")
 
 
-@pytest.mark.invariant("view.base_is_root")
-@given(data=st.data())
+@property_test("view.base_is_root")
 def test_view_base_is_the_root(device, data):
     ex = Example(data, device)
     x = ex.tensor("base")
@@ -119,8 +115,7 @@ _INPLACE_ON_VIEW = (
 )
 
 
-@pytest.mark.invariant("view.inplace_updates_base_grad")
-@given(data=st.data())
+@property_test("view.inplace_updates_base_grad")
 def test_inplace_on_view_updates_base_history(device, data):
     ex = Example(data, device)
     dtype = ex.draw(st.sampled_from(ex.grad_dtypes()), "dtype")
@@ -161,8 +156,7 @@ def test_inplace_on_view_updates_base_history(device, data):
     )
 
 
-@pytest.mark.invariant("view.overlapping_write_raises")
-@given(data=st.data())
+@property_test("view.overlapping_write_raises")
 def test_write_to_overlapping_memory_raises(device, data):
     ex = Example(data, device)
     x = ex.tensor("base", roles=("plain",))

@@ -7,13 +7,12 @@ views."""
 
 from __future__ import annotations
 
-import pytest
 import torch
-from hypothesis import assume, given
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from conformance.check import expect, expect_no_raise, expect_raises
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from conformance.writes import writes_for
 from strategies.dtypes import elements
 from strategies.layouts import WRITABLE_LAYOUTS
@@ -42,8 +41,7 @@ def _further(ex: Example, v: torch.Tensor):
     return view(v), f" then {view}"
 
 
-@pytest.mark.invariant("view.multi_output_inplace_raises")
-@given(data=st.data())
+@property_test("view.multi_output_inplace_raises")
 def test_inplace_on_an_output_of_several_views_raises(device, data):
     ex = Example(data, device)
     x = ex.tensor("base", roles=("nonleaf",), layout_kinds=WRITABLE_LAYOUTS)
@@ -75,8 +73,7 @@ def test_inplace_on_an_output_of_several_views_raises(device, data):
         )
 
 
-@pytest.mark.invariant("view.multi_output_base_written_raises")
-@given(data=st.data())
+@property_test("view.multi_output_base_written_raises")
 def test_grad_fn_of_an_output_of_several_views_after_a_write_raises(device, data):
     ex = Example(data, device)
     x = ex.tensor("base", roles=("nonleaf",), layout_kinds=WRITABLE_LAYOUTS)

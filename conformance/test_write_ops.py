@@ -12,14 +12,12 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from conformance.check import close, expect, expect_raises, storage_id
-from conformance.harness import Example
+from conformance.harness import Example, property_test
 from oracle.dtypes import kind, round_to
 from oracle.write_rows import SAME_DTYPE, can_cast
 from strategies.dtypes import DTYPES, elements
@@ -67,8 +65,7 @@ def _run(call, tensors, out):
     return result, any(RESIZED in str(w.message) for w in seen)
 
 
-@pytest.mark.invariant("out.writes_out")
-@given(data=st.data())
+@property_test("out.writes_out")
 def test_out_returns_out_holding_the_result(device, data):
     ex = Example(data, device)
     name, call, tensors, want, dtype = _case(ex)
@@ -101,8 +98,7 @@ def test_out_returns_out_holding_the_result(device, data):
         expect("out.writes_out", close(to_numpy(t), values, dtype), "an input changed")
 
 
-@pytest.mark.invariant("out.resizes_out")
-@given(data=st.data())
+@property_test("out.resizes_out")
 def test_an_out_of_another_shape_is_resized(device, data):
     ex = Example(data, device)
     name, call, tensors, want, dtype = _case(ex)
@@ -137,8 +133,7 @@ def test_an_out_of_another_shape_is_resized(device, data):
     )
 
 
-@pytest.mark.invariant("out.no_autograd")
-@given(data=st.data())
+@property_test("out.no_autograd")
 def test_out_refuses_arguments_that_require_grad_in_grad_mode(device, data):
     ex = Example(data, device)
     name, call, _, _, _ = _case(ex)
@@ -168,8 +163,7 @@ def test_out_refuses_arguments_that_require_grad_in_grad_mode(device, data):
     )
 
 
-@pytest.mark.invariant("out.dtype_cast")
-@given(data=st.data())
+@property_test("out.dtype_cast")
 def test_the_result_is_cast_into_outs_dtype_where_it_can_be(device, data):
     ex = Example(data, device)
     name, call, tensors, want, computed = _case(ex)
@@ -231,8 +225,7 @@ def _tensor(ex: Example, dtype: str, label: str) -> torch.Tensor:
     return t
 
 
-@pytest.mark.invariant("resize.in_place")
-@given(data=st.data())
+@property_test("resize.in_place")
 def test_resize_changes_the_shape_in_place(device, data):
     ex = Example(data, device)
     dtype = ex.draw(st.sampled_from(ex.dtypes()), "dtype")
@@ -270,8 +263,7 @@ def test_resize_changes_the_shape_in_place(device, data):
     expect("resize.in_place", x.is_contiguous(), f"x has strides {x.stride()}")
 
 
-@pytest.mark.invariant("resize.requires_grad_raises")
-@given(data=st.data())
+@property_test("resize.requires_grad_raises")
 def test_resize_of_a_tensor_that_requires_grad_raises(device, data):
     ex = Example(data, device)
     dtype = ex.draw(st.sampled_from(ex.grad_dtypes()), "dtype")
@@ -293,8 +285,7 @@ def test_resize_of_a_tensor_that_requires_grad_raises(device, data):
     expect("resize.requires_grad_raises", after == old, f"x went from {old} to {after}")
 
 
-@pytest.mark.invariant("set.shares_source")
-@given(data=st.data())
+@property_test("set.shares_source")
 def test_set_shares_the_source(device, data):
     ex = Example(data, device)
     dtype = ex.draw(st.sampled_from(ex.dtypes()), "dtype")
@@ -348,8 +339,7 @@ _FOREACH = {  # name: (torch call over the list, the same write one tensor at a 
 }
 
 
-@pytest.mark.invariant("foreach.inplace_grad")
-@given(data=st.data())
+@property_test("foreach.inplace_grad")
 def test_foreach_writes_each_tensor_as_its_in_place_op_and_records_it(device, data):
     ex = Example(data, device)
     dtype = ex.draw(st.sampled_from(ex.grad_dtypes()), "dtype")
@@ -403,8 +393,7 @@ def test_foreach_writes_each_tensor_as_its_in_place_op_and_records_it(device, da
         )
 
 
-@pytest.mark.invariant("foreach.inplace_grad")
-@given(data=st.data())
+@property_test("foreach.inplace_grad")
 def test_foreach_on_a_leaf_that_requires_grad_raises_before_writing(device, data):
     ex = Example(data, device)
     dtype = ex.draw(st.sampled_from(ex.grad_dtypes()), "dtype")

@@ -16,52 +16,52 @@ def _inputs(args) -> list[torch.Tensor]:
     return [a for a in args if isinstance(a, torch.Tensor)]
 
 
-def drops_input_mutation(gm, example_inputs):
+def _around_aot_eager(call):
+    """A backend: aot_eager, its compiled function run as call(compiled, *args)."""
+
+    def backend(gm, example_inputs):
+        compiled = aot_eager(gm, example_inputs)
+        return lambda *args: call(compiled, *args)
+
+    backend.__name__ = backend.__qualname__ = call.__name__
+    backend.__doc__ = call.__doc__
+    return backend
+
+
+@_around_aot_eager
+def drops_input_mutation(compiled, *args):
     """Writes to the inputs are undone after the call (their version still rises)."""
-    compiled = aot_eager(gm, example_inputs)
-
-    def run(*args):
-        before = [t.detach().clone() for t in _inputs(args)]
-        out = compiled(*args)
-        for t, old in zip(_inputs(args), before, strict=True):
-            if t.shape == old.shape and not torch.equal(t.detach(), old):
-                t.data.copy_(old)  # through .data: no version bump of its own
-        return out
-
-    return run
+    before = [t.detach().clone() for t in _inputs(args)]
+    out = compiled(*args)
+    for t, old in zip(_inputs(args), before, strict=True):
+        if t.shape == old.shape and not torch.equal(t.detach(), old):
+            t.data.copy_(old)  # through .data: no version bump of its own
+    return out
 
 
-def copies_views(gm, example_inputs):
+@_around_aot_eager
+def copies_views(compiled, *args):
     """An output that is a view of an input comes back as a copy."""
-    compiled = aot_eager(gm, example_inputs)
-
-    def run(*args):
-        out = compiled(*args)
-        storages = {t.untyped_storage().data_ptr() for t in _inputs(args)}
-        return type(out)(
-            o.clone()
-            if isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in storages
-            else o
-            for o in out
-        )
-
-    return run
+    out = compiled(*args)
+    storages = {t.untyped_storage().data_ptr() for t in _inputs(args)}
+    return type(out)(
+        o.clone()
+        if isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() in storages
+        else o
+        for o in out
+    )
 
 
-def skips_version_bump(gm, example_inputs):
+@_around_aot_eager
+def skips_version_bump(compiled, *args):
     """Inputs written by the call keep their old version counter."""
-    compiled = aot_eager(gm, example_inputs)
-
-    def run(*args):
-        inputs = _inputs(args)
-        versions = [t._version for t in inputs]
-        out = compiled(*args)
-        for t, v in zip(inputs, versions, strict=True):
-            if t._version != v:
-                torch._C._autograd._unsafe_set_version_counter((t,), (v,))
-        return out
-
-    return run
+    inputs = _inputs(args)
+    versions = [t._version for t in inputs]
+    out = compiled(*args)
+    for t, v in zip(inputs, versions, strict=True):
+        if t._version != v:
+            torch._C._autograd._unsafe_set_version_counter((t,), (v,))
+    return out
 
 
 def _scaled_backward(gm, example_inputs):
@@ -80,16 +80,12 @@ def changes_gradient(gm, example_inputs):
     return aot_eager(gm, example_inputs, bw_compiler=_scaled_backward)
 
 
-def swallows_error(gm, example_inputs):
+@_around_aot_eager
+def swallows_error(compiled, *args):
     """Saved tensors are packed as copies: a write after the call no longer
     makes backward raise (and backward sees the old values)."""
-    compiled = aot_eager(gm, example_inputs)
-
-    def run(*args):
-        with torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t):
-            return compiled(*args)
-
-    return run
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t):
+        return compiled(*args)
 
 
 def _alone(out, args) -> list[bool]:
@@ -101,49 +97,37 @@ def _alone(out, args) -> list[bool]:
     return [s is not None and s not in taken and storages.count(s) == 1 for s in storages]
 
 
-def changes_outputs(gm, example_inputs):
+@_around_aot_eager
+def changes_outputs(compiled, *args):
     """Outputs on memory of their own come back one higher (floating ones)."""
-    compiled = aot_eager(gm, example_inputs)
-
-    def run(*args):
-        out = compiled(*args)
-        return type(out)(
-            o + 1 if alone and (o.is_floating_point() or o.is_complex()) else o
-            for o, alone in zip(out, _alone(out, args), strict=True)
-        )
-
-    return run
+    out = compiled(*args)
+    return type(out)(
+        o + 1 if alone and (o.is_floating_point() or o.is_complex()) else o
+        for o, alone in zip(out, _alone(out, args), strict=True)
+    )
 
 
-def rounds_float64(gm, example_inputs):
+@_around_aot_eager
+def rounds_float64(compiled, *args):
     """float64 outputs on memory of their own (views excepted) come back
     rounded through float32 (about 6e-8 relative off), as a backend without
     float64 units would: written through .data, so nothing else changes (no
     version bump, the same graph)."""
-    compiled = aot_eager(gm, example_inputs)
-
-    def run(*args):
-        out = compiled(*args)
-        for o, alone in zip(out, _alone(out, args), strict=True):
-            if alone and o.dtype == torch.float64 and not o._is_view():
-                o.data.copy_(o.data.float())
-        return out
-
-    return run
+    out = compiled(*args)
+    for o, alone in zip(out, _alone(out, args), strict=True):
+        if alone and o.dtype == torch.float64 and not o._is_view():
+            o.data.copy_(o.data.float())
+    return out
 
 
-def drops_requires_grad(gm, example_inputs):
+@_around_aot_eager
+def drops_requires_grad(compiled, *args):
     """Outputs on memory of their own come back detached from the graph."""
-    compiled = aot_eager(gm, example_inputs)
-
-    def run(*args):
-        out = compiled(*args)
-        return type(out)(
-            o.detach() if alone and o.requires_grad else o
-            for o, alone in zip(out, _alone(out, args), strict=True)
-        )
-
-    return run
+    out = compiled(*args)
+    return type(out)(
+        o.detach() if alone and o.requires_grad else o
+        for o, alone in zip(out, _alone(out, args), strict=True)
+    )
 
 
 PLANTS: dict[str, str] = {

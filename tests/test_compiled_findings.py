@@ -368,6 +368,14 @@ def test_an_undocumented_eager_error_holds_only_that_the_call_raises(eager, comp
         assert found.invariant == "compile.raises"
 
 
+def _raises_alike(program, error: str) -> None:
+    """The program's first call raises `error` eagerly and compiled, which the
+    comparison takes for agreement."""
+    eager, compiled = execute(program, None), execute(program, AOT_EAGER)
+    assert eager.outcomes[0].error == compiled.outcomes[0].error == error
+    assert compare(program, eager, compiled) is None
+
+
 def test_a_copy_from_a_src_with_more_dimensions_raises_alike_compiled():
     # eager: "The size of tensor a (2) must match the size of tensor b (3)";
     # the meta kernel under Dynamo: "expand: the requested shape has too few
@@ -376,9 +384,7 @@ def test_a_copy_from_a_src_with_more_dimensions_raises_alike_compiled():
         args=(_leaf(0, [[1.0, 2.0, 3.0]] * 2), _leaf(1, [1.0, 2.0])),
         body=(CStep("copy_", (1, 0)),),
     )
-    eager, compiled = execute(program, None), execute(program, AOT_EAGER)
-    assert eager.outcomes[0].error == compiled.outcomes[0].error == "NOT_BROADCASTABLE"
-    assert compare(program, eager, compiled) is None
+    _raises_alike(program, "NOT_BROADCASTABLE")
 
 
 def test_a_gradient_torch_autograd_grad_does_not_reach_is_none_on_both_sides():
@@ -407,9 +413,7 @@ def test_mm_of_a_tensor_that_is_not_2d_raises_alike_compiled(shapes):
         args=(_leaf(0, shapes[0]), _leaf(1, shapes[1])),
         body=(CStep("mm", (0, 1), no_grad=True, out=2),),
     )
-    eager, compiled = execute(program, None), execute(program, AOT_EAGER)
-    assert eager.outcomes[0].error == compiled.outcomes[0].error == "SHAPE_MISMATCH"
-    assert compare(program, eager, compiled) is None
+    _raises_alike(program, "SHAPE_MISMATCH")
 
 
 def test_a_view_the_strides_cannot_give_raises_alike_compiled():
@@ -425,9 +429,7 @@ def test_a_view_the_strides_cannot_give_raises_alike_compiled():
             CStep("view", (2,), ((6, 2, 3),)),
         ),
     )
-    eager, compiled = execute(program, None), execute(program, AOT_EAGER)
-    assert eager.outcomes[0].error == compiled.outcomes[0].error == "VIEW_INCOMPATIBLE"
-    assert compare(program, eager, compiled) is None
+    _raises_alike(program, "VIEW_INCOMPATIBLE")
 
 
 def test_a_cast_into_out_that_is_refused_raises_alike_compiled():
@@ -441,9 +443,7 @@ def test_a_cast_into_out_that_is_refused_raises_alike_compiled():
         args=(_leaf(0, [0.0, 0.0]), CStep("leaf", out=1, leaf=z), CStep("leaf", out=2, leaf=z)),
         body=(CStep("add_out", (0, 1, 2), no_grad=True),),
     )
-    eager, compiled = execute(program, None), execute(program, AOT_EAGER)
-    assert eager.outcomes[0].error == compiled.outcomes[0].error == "OUT_CAST"
-    assert compare(program, eager, compiled) is None
+    _raises_alike(program, "OUT_CAST")
 
 
 def test_an_out_argument_read_before_an_eager_out_resize_stays_resizable():

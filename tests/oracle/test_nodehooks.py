@@ -21,19 +21,22 @@ def _backward(eng, t, retain=False):
     eng.call("backward", [eng.call("sum", [t])], (retain,))
 
 
-def test_a_prehook_replaces_the_grad_outputs_of_its_node():
+def _doubled(values):
+    """A model, a leaf x of `values` that requires grad, and y = x * 2."""
     eng = Engine()
-    x = _leaf(eng, [1.0, 2.0])
-    y = eng.call("mul_s", [x], (2.0,))
+    x = _leaf(eng, values)
+    return eng, x, eng.call("mul_s", [x], (2.0,))
+
+
+def test_a_prehook_replaces_the_grad_outputs_of_its_node():
+    eng, x, y = _doubled([1.0, 2.0])
     eng.call("node_prehook_mul", [y], (3.0,))
     _backward(eng, y)
     np.testing.assert_array_equal(x.grad, [6.0, 6.0])  # 1 * 3, then * 2
 
 
 def test_prehooks_run_in_order_none_and_removed_leave_the_gradient():
-    eng = Engine()
-    x = _leaf(eng, [1.0])
-    y = eng.call("mul_s", [x], (2.0,))
+    eng, x, y = _doubled([1.0])
     eng.call("node_prehook_add", [y], (1.0,))
     eng.call("node_prehook_none", [y])
     eng.call("node_prehook_removed", [y], (10.0,))
@@ -44,9 +47,7 @@ def test_prehooks_run_in_order_none_and_removed_leave_the_gradient():
 
 def test_a_prehook_runs_after_the_tensor_hooks_of_its_node():
     # torch 2.0.1/2.4.1/2.13.0: the tensor hook's 1 + 10, then * 3 (66 for x * 2)
-    eng = Engine()
-    x = _leaf(eng, [1.0])
-    y = eng.call("mul_s", [x], (2.0,))
+    eng, x, y = _doubled([1.0])
     eng.call("node_prehook_mul", [y], (3.0,))  # registered first, runs second
     eng.call("hook_add", [y], (10.0,))
     _backward(eng, y)
@@ -56,9 +57,7 @@ def test_a_prehook_runs_after_the_tensor_hooks_of_its_node():
 def test_retain_grad_sees_the_gradient_before_the_prehooks():
     # measured on 2.0.1, 2.4.1, 2.13.0 (notes/autograd.rst lists retain_grad
     # after the pre-hooks: docs/findings.md); the differential does not draw it
-    eng = Engine()
-    x = _leaf(eng, [1.0])
-    y = eng.call("mul_s", [x], (2.0,))
+    eng, x, y = _doubled([1.0])
     eng.call("retain_grad", [y])
     eng.call("hook_mul", [y], (10.0,))
     eng.call("node_prehook_mul", [y], (3.0,))
@@ -69,9 +68,7 @@ def test_retain_grad_sees_the_gradient_before_the_prehooks():
 
 def test_a_prehook_on_accumulate_grad_runs_after_the_leaf_hooks():
     # torch: tensor hook (2 + 10), AccumulateGrad pre-hook (* 3): 36
-    eng = Engine()
-    x = _leaf(eng, [1.0])
-    y = eng.call("mul_s", [x], (2.0,))
+    eng, x, y = _doubled([1.0])
     eng.call("acc_prehook_mul", [y], (3.0,))  # y.grad_fn.next_functions[0][0]
     eng.call("hook_add", [x], (10.0,))
     _backward(eng, y)
@@ -79,9 +76,7 @@ def test_a_prehook_on_accumulate_grad_runs_after_the_leaf_hooks():
 
 
 def test_accumulate_grad_prehook_runs_before_the_post_accumulate_hook():
-    eng = Engine()
-    x = _leaf(eng, [1.0])
-    y = eng.call("mul_s", [x], (2.0,))
+    eng, x, y = _doubled([1.0])
     eng.call("post_hook_mul", [x], (0.5,))
     eng.call("acc_prehook_add", [y], (1.0,))
     _backward(eng, y)
@@ -89,9 +84,7 @@ def test_accumulate_grad_prehook_runs_before_the_post_accumulate_hook():
 
 
 def test_the_accumulate_grad_node_is_shared_while_a_graph_holds_it():
-    eng = Engine()
-    x = _leaf(eng, [1.0])
-    y = eng.call("mul_s", [x], (2.0,))
+    eng, x, y = _doubled([1.0])
     eng.call("acc_prehook_mul", [y], (3.0,))
     _backward(eng, eng.call("exp", [x]))  # another graph, the same AccumulateGrad
     np.testing.assert_allclose(x.grad, [3 * np.e])
@@ -101,9 +94,7 @@ def test_retain_grad_does_not_keep_a_detached_graph_and_its_hooks_alive():
     # torch 2.0.1, 2.4.1, 2.13.0, 2.14.1: cos(1) = 0.5403, not 1.5403. The
     # retains_grad hook lives on y's grad_fn; y.detach_() drops that node, the
     # AccumulateGrad it alone held and the pre-hook on it
-    eng = Engine()
-    x = _leaf(eng, [1.0])
-    y = eng.call("mul_s", [x], (2.0,))
+    eng, x, y = _doubled([1.0])
     eng.call("retain_grad", [y])
     eng.call("acc_prehook_add", [y], (1.0,))
     with eng.no_grad():
@@ -127,9 +118,7 @@ def test_retain_grad_moves_to_a_views_regenerated_grad_fn():
 
 
 def test_a_post_hook_replaces_the_grad_inputs_of_its_node():
-    eng = Engine()
-    x = _leaf(eng, [1.0, 2.0])
-    y = eng.call("mul_s", [x], (2.0,))
+    eng, x, y = _doubled([1.0, 2.0])
     eng.call("node_hook_add", [y], (1.0,))  # after MulBackward: 2 + 1
     eng.call("node_prehook_mul", [y], (3.0,))  # before it: 3 * 2 + 1
     _backward(eng, y)
@@ -138,9 +127,7 @@ def test_a_post_hook_replaces_the_grad_inputs_of_its_node():
 
 def test_post_hooks_run_in_order_none_and_removed_leave_the_gradient():
     # torch 2.13.0: 7 (measured)
-    eng = Engine()
-    x = _leaf(eng, [1.0])
-    y = eng.call("mul_s", [x], (2.0,))
+    eng, x, y = _doubled([1.0])
     eng.call("node_hook_mul", [y], (3.0,))
     eng.call("node_hook_removed", [y], (10.0,))
     eng.call("node_hook_none", [y])
@@ -151,9 +138,7 @@ def test_post_hooks_run_in_order_none_and_removed_leave_the_gradient():
 
 def test_node_hooks_stay_with_their_node_after_an_in_place_write():
     # torch: x * 2, pre-hook * 3 on MulBackward0, then y.mul_(5): 30
-    eng = Engine()
-    x = _leaf(eng, [1.0])
-    y = eng.call("mul_s", [x], (2.0,))
+    eng, x, y = _doubled([1.0])
     eng.call("node_prehook_mul", [y], (3.0,))
     eng.call("mul_s_", [y], (5.0,))
     eng.call("node_hook_add", [y], (1.0,))  # on the in-place node: 5 + 1, then * 3 * 2
@@ -162,9 +147,7 @@ def test_node_hooks_stay_with_their_node_after_an_in_place_write():
 
 
 def test_node_hooks_run_again_on_every_backward_through_their_node():
-    eng = Engine()
-    x = _leaf(eng, [1.0])
-    y = eng.call("mul_s", [x], (2.0,))
+    eng, x, y = _doubled([1.0])
     eng.call("node_hook_mul", [y], (3.0,))
     _backward(eng, y, retain=True)
     _backward(eng, y)
@@ -184,9 +167,7 @@ def test_node_hooks_round_in_the_gradient_dtype():
 
 
 def test_node_hooks_of_a_node_that_does_not_run_never_run():
-    eng = Engine()
-    x = _leaf(eng, [1.0])
-    y = eng.call("mul_s", [x], (2.0,))
+    eng, x, y = _doubled([1.0])
     z = eng.call("mul_s", [y], (5.0,))
     eng.call("node_prehook_mul", [y], (3.0,))
     eng.call("node_hook_add", [y], (1.0,))
