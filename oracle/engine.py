@@ -162,7 +162,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
                 i = 0 if what == "self" else 1
                 if ts[i].inference and not copies[i]:
                     raise OracleError(ErrorKind.INFERENCE_SAVED)
-                out[what] = Saved(ts[i], copy=copies[i])
+                out[what] = Saved(ts[i], copy=copies[i], by_ctx=spec.by_ctx)
         return out
 
     def _result(
@@ -322,10 +322,10 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             v.inference = v.counterless = True
             return v
         v.base = t.base if t.base is not None else t
-        # torch's CreationMeta: made under no_grad (so is one output of several views
-        # of a tensor that does not require grad), or one output of several; a view
-        # of a view inherits its base view's unless it has its own
-        fresh_no_grad = not self.grad_enabled or (multi and not t.requires_grad)
+        # torch's CreationMeta: made under no_grad, or one output of several (in grad
+        # mode, whether or not t requires grad); a view of a view inherits its base
+        # view's unless it has its own
+        fresh_no_grad = not self.grad_enabled
         fresh_multi = multi and not fresh_no_grad
         inherit = t.base is not None and not (fresh_no_grad or fresh_multi)
         v.no_grad_view = fresh_no_grad or (inherit and t.no_grad_view)
@@ -342,7 +342,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             return
         if t.base is not None:
             modes.check_view_inplace(t)
-            if t.no_grad_view:
+            if t.refused_as_no_grad:
                 raise OracleError(ErrorKind.NO_GRAD_VIEW_INPLACE, "created in no_grad mode")
             if t.multi_output:
                 raise OracleError(ErrorKind.MULTI_OUTPUT_VIEW_INPLACE)

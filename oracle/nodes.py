@@ -30,10 +30,16 @@ class Saved:
 
     torch keeps an input as the tensor object itself (a later `.data =` on it is seen),
     an output as a shallow copy fixed at save time; copy=True is a private clone.
+    by_ctx: saved by a custom Function's ctx.save_for_backward, whose ctx.saved_tensors
+    unpacks with the Function's node, so torch never refuses an input detached in
+    place (a built-in node unpacks its inputs without it: SavedVariable::unpack).
     """
 
-    def __init__(self, t: OTensor, copy: bool = False, output: bool = False) -> None:
+    def __init__(
+        self, t: OTensor, copy: bool = False, output: bool = False, by_ctx: bool = False
+    ) -> None:
         self.copy = t.values() if copy else None
+        self.by_ctx = by_ctx
         self.tensor, self.was_leaf = (None if output else t), t._fn is None
         self.geom, self.dtype = (t.storage, t.offset, t.shape, t.strides), t.dtype
         self.bits = (t.conj, t.neg)
@@ -45,7 +51,8 @@ class Saved:
         if self.copy is not None:
             return op_values(self.copy, self.dtype)
         # torch reads a saved input's grad_fn first (which may regenerate it, or raise)
-        if self.tensor is not None and self.tensor.grad_fn() is None and not self.was_leaf:
+        detached = self.tensor is not None and self.tensor.grad_fn() is None
+        if detached and not self.was_leaf and not self.by_ctx:
             raise OracleError(ErrorKind.SAVED_TENSOR_DETACHED)
         if self.counter.value != self.version:
             raise OracleError(

@@ -54,6 +54,7 @@ class OpSpec:
     layout: str = "elementwise"  # result strides: TensorIterator's rules, or "contiguous"
     scalar_operand: bool = False  # the python scalar is a wrapped 0-d tensor operand
     overlap_check: bool = True  # in place: refuses overlapping / partially aliased writes
+    by_ctx: bool = False  # a custom Function: saves with ctx.save_for_backward (nodes.Saved)
     cross_dtype: bool = False  # t1 may have another dtype than t0
     max_ndim: int | None = None  # operand ranks modelled exactly (matmul: 2)
     multi_output: bool = False  # one output of an op that returns several views
@@ -308,6 +309,7 @@ _row(
     "pointwise",
     dtypes=FC,
     saves=("self",),  # save_for_backward(x): its backward reads ctx.saved_tensors
+    by_ctx=True,
     param_kinds=("custom",),
     fwd=lambda xs, p, dt: xs[0] * p[0],
     bwd=lambda g, sv, p, n, s: [g * p[0]],

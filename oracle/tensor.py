@@ -103,6 +103,15 @@ class OTensor:
             self._rg or self._fn is not None or (self.base is not None and self.base.requires_grad)
         )
 
+    @property
+    def refused_as_no_grad(self) -> bool:
+        """Whether torch's refusal to write (or regenerate) this view reads as the no_grad
+        one: its message opens with "A view was created in no_grad mode" for a view made
+        in no_grad mode and for any other view without a grad_fn, whatever its
+        CreationMeta (an output of unbind of a tensor that does not require grad), and
+        errors are told apart by their first words (oracle.errors.classify)."""
+        return self.no_grad_view or (self.multi_output and self._fn is None)
+
     def grad_fn(self) -> Node | None:
         """torch's grad_fn(): a view whose counter moved gets a fresh AsStridedBackward0
         (one made in no_grad mode raises instead)."""
@@ -114,7 +123,7 @@ class OTensor:
                     ErrorKind.INFERENCE_VIEW_INPLACE,
                     "A view was created in inference mode and its base ... has been modified",
                 )
-            if self.no_grad_view:
+            if self.refused_as_no_grad:
                 raise OracleError(
                     ErrorKind.NO_GRAD_VIEW_INPLACE,
                     "A view was created in no_grad mode and its base ... has been modified inplace",

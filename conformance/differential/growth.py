@@ -366,7 +366,7 @@ def apply_op(
         op in UNMODELLED_ON_INFERENCE or (not t.counterless and _family(op) != "math")
     ):
         return None  # the model covers inference tensors and their views, not the rest
-    if op == "matmul" and t.no_grad_view:
+    if op == "matmul" and t.refused_as_no_grad:
         return None  # which tensors matmul saves for a view made under no_grad: not modelled
     params = _params(draw, op, t)
     if params is None:

@@ -30,6 +30,32 @@ def test_scale_saved_input_written_makes_backward_raise():
     raises(E.SAVED_TENSOR_MODIFIED, _backward, eng, z)
 
 
+def test_scale_saved_input_detached_in_place_is_not_refused():
+    """ctx.saved_tensors unpacks with the Function's node, so a saved input detached
+    in place is read as it is (torch 2.0.1 to 2.14.1: backward runs, x.grad = 3);
+    written too, the version check refuses it; a built-in op's saved input detached
+    in place is refused first (SavedVariable::unpack without its node)."""
+    for write, custom, expected in (
+        (False, True, None),
+        (True, True, E.SAVED_TENSOR_MODIFIED),
+        (False, False, E.SAVED_TENSOR_DETACHED),
+        (True, False, E.SAVED_TENSOR_DETACHED),
+    ):
+        eng = Engine()
+        x = _leaf(eng, [1.0, 2.0])
+        y = eng.call("mul_s", [x], (1.0,))
+        z = eng.call("fn_scale", [y], (3.0,)) if custom else eng.call("pow_s", [y], (2,))
+        if write:
+            with eng.no_grad():
+                eng.call("add_s_", [y], (1.0,))
+        eng.call("detach_", [y])
+        if expected is None:
+            _backward(eng, z)
+            np.testing.assert_array_equal(x.grad, [3.0, 3.0])
+        else:
+            raises(expected, _backward, eng, z)
+
+
 def test_scale_gradient_matches_finite_differences():
     def chain(e, ts):
         return e.call("fn_scale", [e.call("sin", [ts[0]])], (-0.5,))

@@ -128,6 +128,31 @@ def test_inplace_on_an_output_of_several_views_raises(op, params):
 
 
 @pytest.mark.parametrize(("op", "params"), MULTI)
+def test_an_output_of_several_views_of_a_tensor_without_grad(op, params):
+    """Made in grad mode, it is one output of several, whether or not its base
+    requires grad; torch's message opens "A view was created in no_grad mode"
+    while it has no grad_fn, and names the op once a view of it has one (torch
+    2.0.1 to 2.14.1: unbind of zeros(3), then requires_grad_(True) on the output
+    and a write to its [()] view: "Output 0 of AliasBackward0 is a view ...
+    returns multiple views")."""
+    eng = Engine()
+    base = eng.leaf(np.arange(6.0).reshape(3, 2), "float32", False)
+    v = eng.call(op, [base], params)
+    assert v.multi_output and not v.no_grad_view
+    w = _leaf_like(eng, v)
+    raises(E.NO_GRAD_VIEW_INPLACE, eng.call, "mul_", [v, w])  # no grad_fn: "in no_grad mode"
+    eng.call("requires_grad_", [v], (True,))
+    raises(E.NO_GRAD_VIEW_INPLACE, eng.call, "mul_s_", [v], (2.0,))
+    x = eng.call("getitem", [v], ((slice(None),),) if v.shape else ((),))
+    assert x.has_grad_fn  # a view of a leaf that requires grad, multi-output by descent
+    raises(E.MULTI_OUTPUT_VIEW_INPLACE, eng.call, "mul_s_", [x], (2.0,))
+
+
+def _leaf_like(eng, t):
+    return eng.leaf(np.ones(t.shape), t.dtype, True)
+
+
+@pytest.mark.parametrize(("op", "params"), MULTI)
 def test_grad_fn_of_an_output_of_several_views_raises_after_its_base_is_written(op, params):
     eng, root, base = _graph()
     v = eng.call(op, [base], params)
@@ -154,11 +179,11 @@ def test_outputs_made_of_slices_are_ordinary_views(op, params):
     np.testing.assert_array_equal(root.grad.ravel(), np.where(mask, 6.0, 2.0))
 
 
-def test_multi_output_views_of_a_tensor_without_grad_count_as_made_under_no_grad():
+def test_multi_output_views_of_a_tensor_without_grad_are_refused_as_made_under_no_grad():
     eng = Engine()
     plain = eng.leaf(np.ones((2, 2)), "float32")
     v = eng.call("unbind_k", [plain], (0, 0))
-    assert v.no_grad_view and not v.multi_output
+    assert v.multi_output and v.refused_as_no_grad  # no grad_fn (see the test above)
     eng.call("mul_s_", [v], (2.0,))  # nothing records it: allowed
     raises(E.NO_GRAD_VIEW_INPLACE, eng.call, "mul_", [v, eng.leaf(np.ones(2), "float32", True)])
 
