@@ -123,6 +123,12 @@ def _probe(op: Saver | NonSaver):
     return lambda x: op.forward(x, x.detach())
 
 
+def available(ex, table: tuple, dtype: str) -> tuple:
+    """The ops of `table` this build has kernels for in `dtype`, forward and backward
+    (the others are skipped and counted by ex.has_kernel)."""
+    return tuple(o for o in table if ex.has_kernel(o.name, _probe(o), (dtype,), True))
+
+
 def draw_scenario(ex, ops: str = "savers") -> SavedScenario:
     """Draw x (reaching a leaf), a plain `other` and an op from the table."""
     from hypothesis import strategies as st
@@ -134,9 +140,7 @@ def draw_scenario(ex, ops: str = "savers") -> SavedScenario:
     # small values: the savers are exp, sin, cos... of them
     x = ex.tensor("x", roles=GRAD_ROLES, layout_kinds=WRITABLE_LAYOUTS, values=small_elements)
     kind = DTYPES[x.dtype].kind
-    table = savers_for(kind) if ops == "savers" else non_savers_for(kind)
-    # ops this build has kernels for, forward and backward (the others are counted)
-    table = tuple(o for o in table if ex.has_kernel(o.name, _probe(o), (x.dtype,), True))
+    table = available(ex, savers_for(kind) if ops == "savers" else non_savers_for(kind), x.dtype)
     op = ex.draw(st.sampled_from(table), "op")
     other_values = ex.draw(
         arrays(x.dtype, x.shape, nonzero_small_elements),
@@ -150,3 +154,18 @@ def draw_scenario(ex, ops: str = "savers") -> SavedScenario:
     )
     gradient = torch.tensor(grad_values, dtype=y.dtype, device=ex.device)
     return SavedScenario(x, other, op, y, gradient)
+
+
+def gradient_bound(
+    op: Saver, g: np.ndarray, saved: np.ndarray, dtype: str
+) -> tuple[float, float] | None:
+    """The tolerance for `op.grad(g, saved)` in `dtype`: the dtype's own, unless the
+    formula's terms cancel (tanh's 1 - r * r), when its rounding is relative to them."""
+    from conformance.check import TOLERANCES
+    from oracle.tolerances import summed_atol
+
+    if op.terms is None or dtype not in TOLERANCES or not np.size(g):
+        return None
+    terms = float(np.max(op.terms(np.abs(g), np.abs(saved))))
+    rtol, atol = TOLERANCES[dtype]
+    return (rtol, max(atol, summed_atol(dtype, terms)))

@@ -14,12 +14,12 @@ from conformance.check import (
     shares_storage,
 )
 from conformance.harness import rule_test
-from conformance.saving import draw_scenario
+from conformance.saving import available, draw_scenario, gradient_bound, savers_for
 from conformance.spellings import DETACHES
 from conformance.writes import writes_for
-from strategies.dtypes import elements
+from strategies.dtypes import DTYPES, arrays, elements, nonzero_small_elements, small_elements
 from strategies.layouts import WRITABLE_LAYOUTS
-from strategies.tensors import GRAD_ROLES, to_numpy
+from strategies.tensors import DTYPE_NAMES, GRAD_ROLES, TORCH_DTYPES, to_numpy
 
 
 @rule_test("detach.shares_storage")
@@ -164,4 +164,54 @@ def test_detach_inplace(ex):
         "detach.inplace_makes_leaf",
         t.untyped_storage()._cdata == storage and np.array_equal(to_numpy(t), values),
         "detach_() changed the tensor's memory or values",
+    )
+
+
+class _SavesInput(torch.autograd.Function):
+    """y = 2 * x, saving x with ctx.save_for_backward (its backward reads it)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 2
+
+
+_BY_CTX = "y = _SavesInput.apply(x)"
+
+
+@rule_test("detach.inplace_saved_input_raises")
+def test_detach_inplace_of_a_saved_tensor(ex):
+    x = ex.tensor("x", roles=GRAD_ROLES, layout_kinds=WRITABLE_LAYOUTS, values=small_elements)
+    savers = available(ex, savers_for(DTYPES[x.dtype].kind), x.dtype)
+    op = ex.draw(st.sampled_from((*savers, _BY_CTX)), "op")
+    dtype = TORCH_DTYPES[x.dtype]
+    base = x.tensor * 1  # a non-leaf that is no view: detach_() applies to it
+    other_values = ex.draw(arrays(x.dtype, x.shape, nonzero_small_elements), "other")
+    other_leaf = torch.tensor(other_values, dtype=dtype, device=ex.device, requires_grad=True)
+    other = other_leaf * 1  # saved by `x * other` as an input too
+    y = _SavesInput.apply(base) if op == _BY_CTX else op.forward(base, other)
+    z = y * 1  # its own node saves nothing: backward goes on to y's
+    g = ex.draw(arrays(x.dtype, tuple(y.shape), small_elements), "gradient")
+    saved = "self" if op == _BY_CTX else op.saved
+    target = {"self": base, "result": y, "other": other}[saved]
+    values = to_numpy(target)
+    target.detach_()
+    what = f"backward of {op} after {saved}.detach_()"
+    backward = lambda: z.backward(torch.tensor(g, dtype=y.dtype, device=ex.device))  # noqa: E731
+    if saved != "result" and op != _BY_CTX:
+        expect_raises("detach.inplace_saved_input_raises", "SAVED_TENSOR_DETACHED", backward, what)
+        return
+    expect_no_raise("detach.inplace_saved_input_raises", backward, what)
+    grad = 2 * g if op == _BY_CTX else op.grad(g, values)
+    expect_values(
+        "detach.inplace_saved_input_raises",
+        x.root.grad,
+        x.grad_for_root(grad),
+        f"the gradient of {what}",
+        None if op == _BY_CTX else gradient_bound(op, g, values, DTYPE_NAMES[x.root.grad.dtype]),
     )

@@ -85,6 +85,7 @@ RAISED = {
     "INDEX_OUT_OF_RANGE": "ops.shape_errors",
     "NONLEAF_REQUIRES_GRAD": "grad.requires_grad_flag_on_leaves",
     "DETACH_VIEW_INPLACE": "detach.inplace_makes_leaf",
+    "SAVED_TENSOR_DETACHED": "detach.inplace_saved_input_raises",
     "RETAIN_GRAD_NO_GRAD": "grad.retain_grad",
     "LEAF_MOVED": "leaf.inplace_raises",
     "INFERENCE_SAVED": "inference.not_saved_for_backward",
@@ -216,6 +217,8 @@ def _raise(f: Facts) -> str:
     expected, actual, op = f.d.expected, f.d.actual, f.step.op
     if "MULTI_OUTPUT_VIEW_INPLACE" in (expected, actual):
         return _multi_output_rule(f)
+    if "SAVED_TENSOR_DETACHED" in (expected, actual):  # checked before the version
+        return "detach.inplace_saved_input_raises"
     if expected is not None:
         if expected == "INPLACE_ON_LEAF":
             return "copy.into_grad_leaf_raises" if op == "copy_" else "leaf.inplace_raises"

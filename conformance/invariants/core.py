@@ -159,6 +159,15 @@ RULES: tuple[Invariant, ...] = (
         "detached in-place.",
         "torch/_tensor.py (Tensor.detach_)",
     ),
+    Invariant(
+        "detach.inplace_saved_input_raises",
+        "A backward that reads an input a built-in op saved raises once that input was "
+        "detached in place; a saved output, or a tensor a custom Function saved, is read as it "
+        "is.",
+        "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_(). "
+        "This is not supported, please use out-of-place `.detach()` instead.",
+        "torch/csrc/autograd/saved_variable.cpp (SavedVariable::unpack)",
+    ),
     # .data
     Invariant(
         "data.shares_storage",

@@ -95,3 +95,18 @@ def _(torch):
 @plant("detach_inplace_noop", "detach.inplace_makes_leaf", "detach_() does nothing")
 def _(torch):
     methods("detach_", lambda orig, self: self)
+
+
+@plant(
+    "detach_inplace_bumps_version",
+    "detach.inplace_saved_input_raises",
+    "detach_() bumps the version counter, so a backward that reads a saved output "
+    "detached in place raises",
+)
+def _(torch):
+    def detach_(orig, self):
+        out = orig(self)
+        torch.autograd.graph.increment_version(self)
+        return out
+
+    methods("detach_", detach_)
