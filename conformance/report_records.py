@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -55,6 +55,7 @@ from strategies.dtypes import DTYPES
 # follow in the order they appear.
 _CATEGORY_ORDER = ("failed", "passed", "skipped", "xfailed", "xpassed", "error")
 _FAILED = ("failed", "error", *UNFINISHED)
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -102,32 +103,24 @@ def _cell(cell: Cell) -> CellResult:
     )
 
 
+def _copied(cls: type[_T], *sources: object, **given: Any) -> _T:
+    """A `cls` (a dataclass) with the fields `given`, each other field that of
+    the same name of the first of `sources` that has one."""
+    names = [f.name for f in dataclasses.fields(cls) if f.name not in given]
+    found = {n: getattr(next(s for s in sources if hasattr(s, n)), n) for n in names}
+    return cls(**found, **given)
+
+
 def _failure(record: Record) -> Evidence:
+    """A failed test's evidence: the record's category, phase, crash and
+    traceback, the rest its outcome's."""
     t = record.outcome
-    return Evidence(
-        nodeid=t.nodeid,
-        device=t.device,
-        outcome=record.category,
-        when=record.when,
-        crashed=record.crashed,
-        message=t.message,
-        example=t.example,
-        repro=t.repro,
-        reproduced=list(t.reproduced),
-        traceback=record.traceback,
-    )
+    return _copied(Evidence, record, t, outcome=record.category, reproduced=list(t.reproduced))
 
 
 def rule(inv: Invariant) -> Rule:
     """The report's copy of a catalogue entry."""
-    return Rule(
-        id=inv.id,
-        family=inv.family,
-        statement=inv.statement,
-        quote=inv.quote,
-        source=inv.source,
-        versions=inv.versions,
-    )
+    return _copied(Rule, inv)
 
 
 def _verdict(
