@@ -21,6 +21,15 @@ from markupsafe import Markup
 from reports import view
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+# the view's functions that the templates apply as filters, by their names
+_FILTERS = (
+    view.status_class,
+    view.short_dtype,
+    view.dtype_line,
+    view.dtype_title,
+    view.cell_title,
+    view.cell_reasons,
+)
 
 
 @cache
@@ -45,14 +54,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(
-        status_class=view.status_class,
-        short_dtype=view.short_dtype,
-        dtype_line=view.dtype_line,
-        dtype_title=view.dtype_title,
-        cell_title=view.cell_title,
-        cell_reasons=view.cell_reasons,
-    )
+    env.filters.update({f.__name__: f for f in _FILTERS})
     return env
 
 
