@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from conformance.results import STATUSES
 from reports import view
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -67,7 +68,7 @@ def _page(template: str, **context: Any) -> str:
             style=Markup(_asset("style.css")),
             script=Markup(_asset("copy.js")),
             csp=_csp(_asset("copy.js")),
-            statuses=view.STATUSES,
+            statuses=STATUSES,
             **context,
         )
     )
