@@ -29,10 +29,7 @@ from conformance.outcomes import (
     Cell,
     TestOutcome,
     overall,
-    summary,
-    table,
-    tests_line,
-    unfinished,
+    tally,
 )
 from conformance.report_metadata import build_info, run_info
 from conformance.results import (
@@ -205,10 +202,8 @@ def build_report(
     torch = build.torch
     records = list(records)
     outcomes = merged(records)
-    cells = table(outcomes.values(), torch)
+    counted = tally(outcomes.values(), torch)
     operators = operator_table(outcomes.values())
-    status_counts = summary(cells)
-    by_status = unfinished(outcomes.values())
     seen = {r.outcome.nodeid for r in records}
     return Report(
         complete=complete,
@@ -217,16 +212,17 @@ def build_report(
         build=build,
         run=run,
         summary=Summary(
-            text=summary_line(status_counts, torch, tests_line(by_status)),
-            invariants=sum(status_counts.values()),
-            statuses=status_counts,
-            tests={status: len(tests) for status, tests in by_status.items()},
+            text=summary_line(counted.counts, torch, counted.tests_line),
+            invariants=sum(counted.counts.values()),
+            statuses=counted.counts,
+            tests={status: len(tests) for status, tests in counted.unfinished.items()},
         ),
         counts=counts(records),
         collected=None if collected is None else len(collected),
         not_run=[] if collected is None else [n for n in collected if n not in seen],
         invariants={
-            inv.id: _verdict(inv, cells.get(inv.id, {}), records, torch) for inv in CATALOGUE
+            inv.id: _verdict(inv, counted.cells.get(inv.id, {}), records, torch)
+            for inv in CATALOGUE
         },
         not_in_build=not_in_build.tally(outcomes.values()),
         tests=[_test(r) for r in records],
