@@ -17,11 +17,12 @@ are not differences: they are known failures (known-failures.toml).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec
 
 import torch
 from packaging.specifiers import SpecifierSet
@@ -264,16 +265,20 @@ def missing_in(error: BaseException | None, device: str) -> MissingKernel | None
     return None
 
 
-def lacks(
-    op: str,
-    call: Callable[..., Any],
-    operands: Sequence[tuple[tuple[int, ...], str]],
-    device: str,
-    params: Sequence[Any] = (),
-    backward: bool = False,
-) -> MissingKernel | None:
-    """`probe`, and a missing kernel is counted as one skipped combination."""
-    missing = probe(op, call, operands, device, params, backward)
-    if missing is not None:
-        MISSING[missing.reason] += 1
-    return missing
+_P = ParamSpec("_P")
+
+
+def _counted(find: Callable[_P, MissingKernel | None]) -> Callable[_P, MissingKernel | None]:
+    """`find`, each missing kernel it finds counted as one skipped combination."""
+
+    @functools.wraps(find)
+    def counted(*args: _P.args, **kwargs: _P.kwargs) -> MissingKernel | None:
+        missing = find(*args, **kwargs)
+        if missing is not None:
+            MISSING[missing.reason] += 1
+        return missing
+
+    return counted
+
+
+lacks = _counted(probe)  # `probe`, and a missing kernel counted in MISSING

@@ -17,8 +17,12 @@ holds CPU and memory nobody is accounting for.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import tempfile
 import threading
+from collections.abc import Mapping
+from pathlib import Path
 
 # Runs in the child, before its real work: the death signal, then the
 # script (-f PATH) or module (-m NAME) with its own arguments. The script sees
@@ -45,6 +49,34 @@ def command(target: str, *args: str, module: bool = False) -> list[str]:
     child that dies with this process."""
     kind = "-m" if module else "-f"
     return [sys.executable, "-c", _LAUNCH, str(os.getpid()), kind, target, *args]
+
+
+def run_script(
+    script: str,
+    timeout: float,
+    folder: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str] | None:
+    """Run `script` (a repro), written as repro.py in `folder` (without one, a
+    fresh temporary folder), in a child that dies with this process, in `env`
+    (without one, this process's), its output captured as text: the process
+    that finished, or None if it did not finish in `timeout` seconds."""
+    if folder is None:
+        with tempfile.TemporaryDirectory(prefix="conformance-repro-") as fresh:
+            return run_script(script, timeout, fresh, env)
+    path = Path(folder) / "repro.py"
+    path.write_text(script, encoding="utf-8")
+    try:
+        return subprocess.run(
+            command(str(path)),
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return None
 
 
 PARENT_POLL = 1.0  # seconds

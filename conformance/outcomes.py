@@ -208,3 +208,23 @@ def tests_line(by_status: dict[str, list[TestOutcome]]) -> str:
             ) + (", ..." if len(tests) > 3 else "")
             parts.append(f"{len(tests)} {status} ({names})")
     return "tests: " + ", ".join(parts) if parts else ""
+
+
+@dataclass
+class Tally:
+    """A run counted the one way the terminal and the report both show it."""
+
+    cells: dict[str, dict[str, Cell]]  # table(): invariant -> device -> Cell
+    counts: dict[str, int]  # summary(): invariants by their overall status
+    unfinished: dict[str, list[TestOutcome]]  # unfinished(): the tests that did not finish
+
+    @property
+    def tests_line(self) -> str:
+        return tests_line(self.unfinished)
+
+
+def tally(outcomes: Iterable[TestOutcome], torch_version: str) -> Tally:
+    """The run's cells on the build `torch_version`, their counts and its unfinished tests."""
+    outcomes = list(outcomes)
+    cells = table(outcomes, torch_version)
+    return Tally(cells, summary(cells), unfinished(outcomes))

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -29,10 +29,7 @@ from conformance.outcomes import (
     Cell,
     TestOutcome,
     overall,
-    summary,
-    table,
-    tests_line,
-    unfinished,
+    tally,
 )
 from conformance.report_metadata import build_info, run_info
 from conformance.results import (
@@ -55,6 +52,7 @@ from strategies.dtypes import DTYPES
 # follow in the order they appear.
 _CATEGORY_ORDER = ("failed", "passed", "skipped", "xfailed", "xpassed", "error")
 _FAILED = ("failed", "error", *UNFINISHED)
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -102,32 +100,24 @@ def _cell(cell: Cell) -> CellResult:
     )
 
 
+def _copied(cls: type[_T], *sources: object, **given: Any) -> _T:
+    """A `cls` (a dataclass) with the fields `given`, each other field that of
+    the same name of the first of `sources` that has one."""
+    names = [f.name for f in dataclasses.fields(cls) if f.name not in given]
+    found = {n: getattr(next(s for s in sources if hasattr(s, n)), n) for n in names}
+    return cls(**found, **given)
+
+
 def _failure(record: Record) -> Evidence:
+    """A failed test's evidence: the record's category, phase, crash and
+    traceback, the rest its outcome's."""
     t = record.outcome
-    return Evidence(
-        nodeid=t.nodeid,
-        device=t.device,
-        outcome=record.category,
-        when=record.when,
-        crashed=record.crashed,
-        message=t.message,
-        example=t.example,
-        repro=t.repro,
-        reproduced=list(t.reproduced),
-        traceback=record.traceback,
-    )
+    return _copied(Evidence, record, t, outcome=record.category, reproduced=list(t.reproduced))
 
 
 def rule(inv: Invariant) -> Rule:
     """The report's copy of a catalogue entry."""
-    return Rule(
-        id=inv.id,
-        family=inv.family,
-        statement=inv.statement,
-        quote=inv.quote,
-        source=inv.source,
-        versions=inv.versions,
-    )
+    return _copied(Rule, inv)
 
 
 def _verdict(
@@ -212,10 +202,8 @@ def build_report(
     torch = build.torch
     records = list(records)
     outcomes = merged(records)
-    cells = table(outcomes.values(), torch)
+    counted = tally(outcomes.values(), torch)
     operators = operator_table(outcomes.values())
-    status_counts = summary(cells)
-    by_status = unfinished(outcomes.values())
     seen = {r.outcome.nodeid for r in records}
     return Report(
         complete=complete,
@@ -224,16 +212,17 @@ def build_report(
         build=build,
         run=run,
         summary=Summary(
-            text=summary_line(status_counts, torch, tests_line(by_status)),
-            invariants=sum(status_counts.values()),
-            statuses=status_counts,
-            tests={status: len(tests) for status, tests in by_status.items()},
+            text=summary_line(counted.counts, torch, counted.tests_line),
+            invariants=sum(counted.counts.values()),
+            statuses=counted.counts,
+            tests={status: len(tests) for status, tests in counted.unfinished.items()},
         ),
         counts=counts(records),
         collected=None if collected is None else len(collected),
         not_run=[] if collected is None else [n for n in collected if n not in seen],
         invariants={
-            inv.id: _verdict(inv, cells.get(inv.id, {}), records, torch) for inv in CATALOGUE
+            inv.id: _verdict(inv, counted.cells.get(inv.id, {}), records, torch)
+            for inv in CATALOGUE
         },
         not_in_build=not_in_build.tally(outcomes.values()),
         tests=[_test(r) for r in records],

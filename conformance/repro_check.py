@@ -13,9 +13,6 @@ patched there too.
 from __future__ import annotations
 
 import os
-import subprocess
-import tempfile
-from pathlib import Path
 
 from conformance import children
 
@@ -27,22 +24,12 @@ def reproduces(script: str, timeout: float = TIMEOUT) -> tuple[str, str]:
     """(YES, NO or UNCLEAR, what the process said last) for a script that
     ends in assertions: it reproduces when it exits non-zero (an assertion,
     an error torch raised, a crash)."""
-    with tempfile.TemporaryDirectory(prefix="conformance-repro-") as folder:
-        path = Path(folder) / "repro.py"
-        path.write_text(script)
-        # out of the project's folder, so that the script imports torch alone
-        env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
-        try:
-            done = subprocess.run(
-                children.command(str(path)),
-                cwd=folder,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-            )
-        except subprocess.TimeoutExpired:
-            return UNCLEAR, f"it did not finish in {timeout:g} s"
+    # in a temporary folder, out of the project's, so that the script imports
+    # torch alone
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    done = children.run_script(script, timeout, env=env)
+    if done is None:
+        return UNCLEAR, f"it did not finish in {timeout:g} s"
     said = (done.stderr.strip() or done.stdout.strip()).splitlines()
     last = said[-1][:300] if said else ""
     if done.returncode == 0:

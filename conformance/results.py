@@ -26,6 +26,8 @@ NOT_APPLICABLE = "not applicable"
 # Tests that did not finish: their own statuses, as outcomes and as cell statuses.
 CRASHED, HUNG, INTERNAL = "crashed", "hung", "internal error"
 UNFINISHED = (CRASHED, HUNG, INTERNAL)
+# Every status, in the order the pages list them (the legend's)
+STATUSES = (HELD, VIOLATED, *UNFINISHED, SKIPPED, XFAILED, NOT_APPLICABLE, NOT_RUN)
 
 
 @dataclass

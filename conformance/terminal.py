@@ -17,18 +17,15 @@ from conformance.outcomes import (
     XFAILED,
     TestOutcome,
     overall,
-    summary,
-    table,
-    tests_line,
-    unfinished,
+    tally,
 )
 from conformance.run_state import OUTCOMES
 from conformance.schema.summary import schema_summary
 
 
 def write_summary(terminalreporter, config: pytest.Config) -> None:
-    cells = table(OUTCOMES.values(), torch.__version__)
-    counts = summary(cells)
+    counted = tally(OUTCOMES.values(), torch.__version__)
+    cells = counted.cells
     write = terminalreporter.write_line
     terminalreporter.section("invariants")
     strict = config.getoption("strict_xfail")
@@ -52,16 +49,15 @@ def write_summary(terminalreporter, config: pytest.Config) -> None:
         for device, cell in by_device.items():
             for reason in cell.known if cell.status == XFAILED else ():
                 write(f"XFAILED {invariant} [{device}]: {reason}", yellow=True)
-    by_status = unfinished(OUTCOMES.values())
-    _write_unfinished(terminalreporter, by_status)
-    parts = [f"{n} {status}" for status, n in counts.items() if n]
+    _write_unfinished(terminalreporter, counted.unfinished)
+    parts = [f"{n} {status}" for status, n in counted.counts.items() if n]
     line = "invariants: " + ", ".join(parts)
     unreproduced = sorted(
         {i for t in OUTCOMES.values() if t.reproduced[:1] == (repro_check.NO,) for i in t.broken}
     )
     if unreproduced:  # counted apart: the violation was seen, its repro passes
         line += f" ({len(unreproduced)} of them not reproduced in a fresh process)"
-    tests = tests_line(by_status)
+    tests = counted.tests_line
     write(f"{line}; {tests}" if tests else line, bold=True)
     for line in not_in_build.lines(not_in_build.tally(OUTCOMES.values())):
         write(line, yellow=True)

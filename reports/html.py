@@ -18,9 +18,19 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from conformance.results import STATUSES
 from reports import view
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+# the view's functions that the templates apply as filters, by their names
+_FILTERS = (
+    view.status_class,
+    view.short_dtype,
+    view.dtype_line,
+    view.dtype_title,
+    view.cell_title,
+    view.cell_reasons,
+)
 
 
 @cache
@@ -45,14 +55,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(
-        status_class=view.status_class,
-        short_dtype=view.short_dtype,
-        dtype_line=view.dtype_line,
-        dtype_title=view.dtype_title,
-        cell_title=view.cell_title,
-        cell_reasons=view.cell_reasons,
-    )
+    env.filters.update({f.__name__: f for f in _FILTERS})
     return env
 
 
@@ -65,7 +68,7 @@ def _page(template: str, **context: Any) -> str:
             style=Markup(_asset("style.css")),
             script=Markup(_asset("copy.js")),
             csp=_csp(_asset("copy.js")),
-            statuses=view.STATUSES,
+            statuses=STATUSES,
             **context,
         )
     )

@@ -7,20 +7,7 @@ import re
 from itertools import groupby
 from typing import Any
 
-from conformance.results import (
-    CRASHED,
-    HELD,
-    HUNG,
-    INTERNAL,
-    NOT_APPLICABLE,
-    NOT_RUN,
-    SKIPPED,
-    UNFINISHED,
-    VIOLATED,
-    XFAILED,
-)
-
-STATUSES = (HELD, VIOLATED, CRASHED, HUNG, INTERNAL, SKIPPED, XFAILED, NOT_APPLICABLE, NOT_RUN)
+from conformance.results import HELD, SKIPPED, UNFINISHED, VIOLATED
 
 
 def status_class(status: str) -> str:

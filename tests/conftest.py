@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from conformance import children
+
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "tests" / "site"
 
@@ -61,6 +63,18 @@ def run_suite(
         timeout=timeout,
     )
     return SuiteRun(result.returncode, result.stdout, result.stderr)
+
+
+def run_repro(
+    script: str, folder: Path, plant: str | None, timeout: float = 120
+) -> subprocess.CompletedProcess[str] | None:
+    """A repro script on its own, written to `folder`: with the plant (as the
+    broken build) or without (a sound one). None if it did not finish in
+    `timeout` seconds."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CONFORMANCE_PLANT", "PYTHONPATH")}
+    if plant is not None:
+        env.update(CONFORMANCE_PLANT=plant, PYTHONPATH=str(SITE))
+    return children.run_script(script, timeout, folder, env)
 
 
 @pytest.fixture

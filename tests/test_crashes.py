@@ -12,14 +12,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SITE, run_suite
+from tests.conftest import ROOT, run_repro, run_suite
 from tests.plants import PLANTS_PROBLEMS, PROBLEM_PLANTS
 from tests.report_helpers import sabotage
 
@@ -42,23 +40,9 @@ def _report(folder: Path) -> dict:
 
 
 def _run_script(script: str, folder: Path, plant: str | None, timeout: float = 120):
-    """A repro script on its own: with the plant (as the broken build) or
-    without (a sound one). Returns (how it ended, output)."""
-    path = folder / "repro.py"
-    path.write_text(script)
-    env = {k: v for k, v in os.environ.items() if k not in ("CONFORMANCE_PLANT", "PYTHONPATH")}
-    if plant is not None:
-        env.update(CONFORMANCE_PLANT=plant, PYTHONPATH=str(SITE))
-    try:
-        done = subprocess.run(
-            [sys.executable, str(path)],
-            cwd=folder,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
+    """A repro script on its own, with the plant or without: (how it ended, output)."""
+    done = run_repro(script, folder, plant, timeout)
+    if done is None:
         return "hung", ""
     output = done.stdout + done.stderr
     if done.returncode < 0 or "allocate memory" in output:

@@ -5,32 +5,15 @@ on a clean one."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
 from conformance import known_failures
-from tests.conftest import SITE, run_suite
+from tests.conftest import run_repro, run_suite
 from tests.plants import PLANTS
 
 pytestmark = pytest.mark.slow
-
-
-def _run_script(path, plant: str | None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("CONFORMANCE_PLANT", "PYTHONPATH")}
-    if plant is not None:
-        env.update(CONFORMANCE_PLANT=plant, PYTHONPATH=str(SITE))
-    return subprocess.run(
-        [sys.executable, str(path)],
-        cwd=path.parent,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 # The differential holds torch to the reference model; the schema.* rules are
@@ -85,13 +68,12 @@ def test_differential_catches_planted_violation(name, tmp_path):
     checked = [f["reproduced"] for f in failures if f.get("reproduced")]
     assert checked and all(c[:1] == ["yes"] for c in checked), checked
     assert f"VIOLATED {plant.breaks} [cpu] (reproduced in a fresh process: yes)" in run.stdout
-    path = tmp_path / "repro.py"
-    path.write_text(scripts[0])
     imports = [line for line in scripts[0].splitlines() if line.startswith(("import ", "from "))]
     assert imports == ["import torch"], f"the repro imports more than torch: {imports}"
-    patched = _run_script(path, name)
+    patched = run_repro(scripts[0], tmp_path, name)
+    assert patched is not None, f"the repro did not finish on the patched torch:\n{scripts[0]}"
     assert patched.returncode != 0, f"the repro passed on the patched torch:\n{scripts[0]}"
-    clean = _run_script(path, None)
-    assert clean.returncode == 0 and "ok: torch keeps" in clean.stdout, (
+    clean = run_repro(scripts[0], tmp_path, None)
+    assert clean is not None and clean.returncode == 0 and "ok: torch keeps" in clean.stdout, (
         f"the repro failed on a clean torch:\n{clean.stdout}{clean.stderr}\n{scripts[0]}"
     )

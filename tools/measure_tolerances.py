@@ -165,16 +165,10 @@ class Stat:
             if pos.any():
                 self.scl = max(self.scl, float((err[pos] / (EPS[d] * s[pos])).max()))
 
+    COLUMNS = ("n", "ulp", "rel", "scl", "z", "nf", "worst")  # a row's, in the JSON's order
+
     def row(self):
-        return dict(
-            n=self.n,
-            ulp=self.ulp,
-            rel=self.rel,
-            scl=self.scl,
-            z=self.z,
-            nf=self.nf,
-            worst=self.worst,
-        )
+        return {k: getattr(self, k) for k in self.COLUMNS}
 
 
 STATS: dict = {}
@@ -458,14 +452,9 @@ def compiled(rng, n):
         (ev, eg, _), (cv, cg, _) = outs["eager"], outs["compiled"]
         for name, a, e in zip(CMP_OPS, cv, ev, strict=False):
             stat("cmpf", name, d, "chained").add(a, e, d)
+        # one gradient an argument: the unary ops' own, then the others'
         gnames = [
-            "exp",
-            "sin",
-            "cos",
-            "tanh",
-            "sigmoid",
-            "log",
-            "sqrt",
+            *CMP_OPS[:7],
             "div[0]",
             "div[1]",
             "pow_s(3)",

@@ -191,41 +191,22 @@ def _snapshots(
     for k, token in enumerate(tokens):
         if token not in args:
             continue
-        for name in ("shape", "dtype", "strides"):
-            if getattr(E[k], name) != getattr(C[k], name):
-                return found(
-                    "compile.input_mutation",
-                    f"argument t{token}'s {name} is {getattr(C[k], name)} compiled, "
-                    f"{getattr(E[k], name)} eager",
-                    token,
-                )
-        if not agree(E[k].values, C[k].values, E[k].dtype):
-            return found(
-                "compile.input_mutation",
-                # its dtype and shape: classes of this divergence depend on them
+        name = _differs(E[k], C[k], ("shape", "dtype", "strides"), agree)
+        if name is not None:
+            said = (  # its dtype and shape: classes of this divergence depend on them
                 f"argument t{token} ({E[k].dtype}{list(E[k].shape)}) holds "
-                f"{C[k].values.tolist()!r} compiled, "
-                f"{E[k].values.tolist()!r} eager",
-                token,
+                if name == "values"
+                else f"argument t{token}'s {name} is "
             )
+            return found("compile.input_mutation", said + _both(E[k], C[k], name), token)
     # the outputs
     for k, token in enumerate(tokens):
         if token in args:
             continue
-        for name in ("shape", "dtype", "device"):
-            if getattr(E[k], name) != getattr(C[k], name):
-                return found(
-                    "compile.outputs",
-                    f"t{token}.{name} is {getattr(C[k], name)} compiled, "
-                    f"{getattr(E[k], name)} eager",
-                    token,
-                )
-        if not agree(E[k].values, C[k].values, E[k].dtype):
-            return found(
-                "compile.outputs",
-                f"t{token} holds {C[k].values.tolist()!r} compiled, {E[k].values.tolist()!r} eager",
-                token,
-            )
+        name = _differs(E[k], C[k], ("shape", "dtype", "device"), agree)
+        if name is not None:
+            said = f"t{token} holds " if name == "values" else f"t{token}.{name} is "
+            return found("compile.outputs", said + _both(E[k], C[k], name), token)
         if token in views and not _same_strides(E[k], C[k]):
             return found(
                 "compile.outputs",
@@ -272,6 +253,22 @@ def _snapshots(
                 token,
             )
     return None
+
+
+def _differs(e, c, names: tuple[str, ...], agree: Agree) -> str | None:
+    """The first of `names` whose attribute differs between eager's tensor `e`
+    and compiled's `c`, else "values" where their values disagree, else None."""
+    for name in names:
+        if getattr(e, name) != getattr(c, name):
+            return name
+    return None if agree(e.values, c.values, e.dtype) else "values"
+
+
+def _both(e, c, name: str) -> str:
+    """Compiled's and eager's `name` (their values as lists), as a message ends."""
+    if name == "values":
+        return f"{c.values.tolist()!r} compiled, {e.values.tolist()!r} eager"
+    return f"{getattr(c, name)} compiled, {getattr(e, name)} eager"
 
 
 def _grad(g) -> str:

@@ -87,8 +87,13 @@ def _attribute_differs(
         expected, actual = getattr(o, name), getattr(t, name)
         if expected != actual:
             message = f"t{i}.{name} is {actual}, expected {expected}"
-            return Discrepancy(number, name, (i,), expected, actual, message)
+            return _differs(number, i, o, t, name, message)
     return None
+
+
+def _differs(number: int, i: int, o: Observed, t: Observed, name: str, message: str) -> Discrepancy:
+    """t{i}'s `name` differs: the oracle's (`o`) and torch's (`t`), and `message`."""
+    return Discrepancy(number, name, (i,), getattr(o, name), getattr(t, name), message)
 
 
 @cache
@@ -239,14 +244,8 @@ def _values(run: Run, number: int, step: Step, seen: _Seen, skip: bool) -> Discr
             divisors = divisors_on_path(run, step, fed, seen.ours)
             tolerated = grad_tolerance(o.dtype, on_path, divisors)
         if not skip and not close(t.values, o.values, o.dtype, tolerated):
-            return Discrepancy(
-                number,
-                "values",
-                (i,),
-                o.values,
-                t.values,
-                f"t{i} holds {t.values.tolist()!r}, expected {o.values.tolist()!r}",
-            )
+            message = f"t{i} holds {t.values.tolist()!r}, expected {o.values.tolist()!r}"
+            return _differs(number, i, o, t, "values", message)
     return None
 
 
@@ -266,14 +265,8 @@ def _versions(run: Run, number: int, step: Step, seen: _Seen, exact: bool) -> Di
             elif step.op == "leaf" or o.version == t.version:
                 pass
             elif not _version_ok(step, o.version, t.version):
-                return Discrepancy(
-                    number,
-                    "version",
-                    (i,),
-                    o.version,
-                    t.version,
-                    f"new t{i} is at version {t.version}, expected {o.version}",
-                )
+                message = f"new t{i} is at version {t.version}, expected {o.version}"
+                return _differs(number, i, o, t, "version", message)
         if not (d_o == d_t if exact else _version_ok(step, d_o, d_t)):
             message = f"t{i}'s version moved by {d_t}, expected {d_o}"
             return Discrepancy(number, "version", (i,), d_o, d_t, message)
@@ -294,14 +287,8 @@ def _flags_and_base(number: int, seen: _Seen) -> Discrepancy | None:
         if (found := _attribute_differs(number, i, o, t, _AUTOGRAD_FLAGS)) is not None:
             return found
         if (o.base is None) != (t.base is None) or (o.base not in (None, -1) and o.base != t.base):
-            return Discrepancy(
-                number,
-                "base",
-                (i,),
-                o.base,
-                t.base,
-                f"t{i}._base is {_base_name(t.base)}, expected {_base_name(o.base)}",
-            )
+            message = f"t{i}._base is {_base_name(t.base)}, expected {_base_name(o.base)}"
+            return _differs(number, i, o, t, "base", message)
     return None
 
 
@@ -314,29 +301,19 @@ def _grads(run: Run, number: int, step: Step, seen: _Seen, skip: bool) -> Discre
         if o.grad is RAISES or t.grad is RAISES:
             if o.grad is not t.grad:
                 message = f"reading t{i}.grad raised"
-                return Discrepancy(number, "grad", (i,), o.grad, t.grad, message)
+                return _differs(number, i, o, t, "grad", message)
             continue
         if (o.grad is None) != (t.grad is None):
-            return Discrepancy(
-                number,
-                "grad",
-                (i,),
-                o.grad,
-                t.grad,
+            message = (
                 f"t{i}.grad is {'None' if t.grad is None else 'set'}, expected "
-                f"{'None' if o.grad is None else o.grad.tolist()}",
+                f"{'None' if o.grad is None else o.grad.tolist()}"
             )
+            return _differs(number, i, o, t, "grad", message)
         if o.grad is None:
             continue
         if o.grad_meta != t.grad_meta:
-            return Discrepancy(
-                number,
-                "grad_meta",
-                (i,),
-                o.grad_meta,
-                t.grad_meta,
-                f"t{i}.grad is (shape, dtype, device) {t.grad_meta}, expected {o.grad_meta}",
-            )
+            message = f"t{i}.grad is (shape, dtype, device) {t.grad_meta}, expected {o.grad_meta}"
+            return _differs(number, i, o, t, "grad_meta", message)
         if path is None:
             fed = feeding(run, step)
             path = [ours[k] for k in fed if k < len(ours)]
@@ -352,14 +329,8 @@ def _grads(run: Run, number: int, step: Step, seen: _Seen, skip: bool) -> Discre
             and not close(t.grad, o.grad, o.dtype, tolerated)
             and not overflow_excuses(t.grad, o.grad, o.dtype, tolerated, path)
         ):
-            return Discrepancy(
-                number,
-                "grad",
-                (i,),
-                o.grad,
-                t.grad,
-                f"t{i}.grad is {t.grad.tolist()!r}, expected {o.grad.tolist()!r}",
-            )
+            message = f"t{i}.grad is {t.grad.tolist()!r}, expected {o.grad.tolist()!r}"
+            return _differs(number, i, o, t, "grad", message)
     return None
 
 
@@ -367,14 +338,8 @@ def _strides(run: Run, number: int, seen: _Seen) -> Discrepancy | None:
     for i in seen.live:
         o, t = seen.ours[i], seen.theirs[i]
         if run.origins[i].strides_documented and not _same_strides(o, t):
-            return Discrepancy(
-                number,
-                "strides",
-                (i,),
-                o.strides,
-                t.strides,
-                f"t{i} has strides {t.strides}, expected {o.strides}",
-            )
+            message = f"t{i} has strides {t.strides}, expected {o.strides}"
+            return _differs(number, i, o, t, "strides", message)
     return None
 
 

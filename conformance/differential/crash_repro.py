@@ -9,11 +9,8 @@ the step that did it; on a sound build it prints "ok".
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from conformance import children
 from conformance.differential.listing import step_lines, trace
@@ -53,19 +50,9 @@ def up_to(program: Program, step: int | None) -> Program:
 def run_script(script: str, timeout: float) -> tuple[str, str]:
     """Run a script in a fresh interpreter: ("crashed", signal or status),
     ("hung", ""), or ("ok", "")."""
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "repro.py"
-        path.write_text(script, encoding="utf-8")
-        try:
-            done = subprocess.run(
-                children.command(str(path)),
-                cwd=folder,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-            )
-        except subprocess.TimeoutExpired:
-            return "hung", ""
+    done = children.run_script(script, timeout)
+    if done is None:
+        return "hung", ""
     if done.returncode < 0:
         return "crashed", f"signal {-done.returncode}"
     if done.returncode != 0:
