@@ -43,25 +43,46 @@ def _grad(ex: Example, dtype: str, device: str, label: str):
     return torch.tensor(g, dtype=TORCH_DTYPES[dtype], device=device), round_to(g, dtype)
 
 
+# views of y (shape (3,)) a hook is registered on: (spelling, the view, the
+# positions of y it holds); unbind's is one output of several
+_VIEWS = {
+    "y[1:]": (lambda y: y[1:], [1, 2]),
+    "y.narrow(0, 0, 2)": (lambda y: y.narrow(0, 0, 2), [0, 1]),
+    "y.unbind(0)[1]": (lambda y: y.unbind(0)[1], [1]),
+}
+
+
 @pytest.mark.invariant("grad.hook_replaces_gradient")
 @given(data=st.data())
 def test_a_hook_result_replaces_the_gradient(device, data):
-    """y = x * 2 (y retained); a hook on x or on y: what it returns is x's
-    gradient (x.grad), or y's (y.grad and, through MulBackward, x.grad)."""
+    """y = x * 2 (y retained); a hook on x, on y, or on a view v of y (a slice,
+    or one output of several; v retained, backward from v): what it returns is
+    x's gradient (x.grad), or y's (y.grad and, through MulBackward, x.grad), or
+    v's (v.grad, and x.grad at v's elements, zero elsewhere)."""
     ex = Example(data, device)
     for dtype in ex.grad_dtypes():
         for kind, (make, effect) in _HOOKS.items():
             x, _ = _leaf(ex, dtype, device, f"x ({dtype}, {kind})")
-            where = ex.draw(st.sampled_from(["x", "y"]), "hooked")
+            where = ex.draw(st.sampled_from(["x", "y", *_VIEWS]), "hooked")
             c = _const(ex, kind, "hook constant")
             y = x * 2
             y.retain_grad()
-            (x if where == "x" else y).register_hook(make(c))
+            view, held = _VIEWS.get(where, (None, None))
+            out = y if view is None else view(y)
+            out.retain_grad()
+            (x if where == "x" else out).register_hook(make(c))
             g, g_np = _grad(ex, dtype, device, "backward's gradient")
+            if view is not None:
+                g, g_np = g[held].reshape(out.shape), g_np[held].reshape(out.shape)
             what = f"{where}.register_hook({_SOURCE[kind]}), c={c}, {dtype}"
             with attributed_to("grad.hook_replaces_gradient", f"backward with {what}"):
-                y.backward(g)
-            gy = effect(g_np, c, dtype) if where == "y" else g_np
+                out.backward(g)
+            gout = effect(g_np, c, dtype) if where != "x" else g_np
+            gy = gout
+            if view is not None:
+                gy = np.zeros(3, g_np.dtype)
+                gy[held] = np.reshape(gout, -1)
+                expect_values("grad.hook_replaces_gradient", out.grad, gout, f"v.grad after {what}")
             gx = round_to(gy * 2, dtype)
             gx = effect(gx, c, dtype) if where == "x" else gx
             expect_values("grad.hook_replaces_gradient", y.grad, gy, f"y.grad after {what}")

@@ -110,12 +110,25 @@ def post_accumulate_hooks(leaf: object) -> None:
 
 
 def register_hook(t: object, kind: str, const: object) -> None:
-    """Tensor.register_hook: bound to t's grad_fn now, or to t itself for a leaf."""
+    """Tensor.register_hook: bound to t's grad_fn, or to t itself for a leaf.
+
+    torch keeps one dict of hooks per grad_fn (t._backward_hooks, None again
+    whenever t's grad_fn changes) and reads t.grad_fn just after making it: so
+    the first hook since the last change reads it (a removed hook too), and a
+    later one joins the dict where it is, on the grad_fn as it was, without
+    reading it. A view's stale grad_fn read there raises (made under no_grad,
+    one output of several...: the dict stays, empty), or is regenerated (which
+    crashes torch up to 2.14, pytorch/pytorch#196459)."""
     if not t.requires_grad:
         raise OracleError(ErrorKind.HOOK_NO_GRAD)
+    made_for = getattr(t, "hook_dict_for", None)
+    if made_for is None or made_for[0] is not t._fn:
+        t.hook_dict_for = (t._fn,)
+        t.grad_fn()
+        t.hook_dict_for = (t._fn,)
     if kind == "removed":
         return
-    fn = t.grad_fn()
+    fn = t._fn
     owner = t if fn is None else fn
     if not hasattr(owner, "tensor_hooks"):
         owner.tensor_hooks = []

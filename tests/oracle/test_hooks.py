@@ -269,3 +269,22 @@ def test_index_add_saves_its_index_only_for_a_source_that_requires_grad():
             raises(E.BACKWARD_TWICE, eng.call, "backward_g", [t, one], (False,))
         else:
             eng.call("backward_g", [t, one], (False,))
+
+
+def test_only_the_first_hook_since_the_grad_fn_changed_reads_it():
+    """torch 2.0.1 to 2.14.1: register_hook makes t._backward_hooks (None again
+    whenever t's grad_fn changes) and reads t.grad_fn just after: a stale
+    one-of-several view raises there, a removed hook too, and the dict stays;
+    a later hook joins it without reading grad_fn, so it does not raise."""
+    eng = Engine()
+    x = _leaf(eng, [1.0, 1.0, 1.0])
+    y = eng.call("mul_s", [x], (2.0,))
+    u = eng.call("unbind_k", [y], (0, 1))
+    eng.call("mul_s_", [y], (2.0,))
+    raises(E.MULTI_OUTPUT_VIEW_INPLACE, eng.call, "hook_removed", [u], (3.0,))
+    eng.call("hook_mul", [u], (3.0,))  # the dict is there: grad_fn is not read
+    y2 = eng.call("mul_s", [x], (2.0,))
+    u2 = eng.call("unbind_k", [y2], (0, 1))
+    eng.call("hook_mul", [u2], (3.0,))  # on the fresh grad_fn
+    eng.call("mul_s_", [y2], (2.0,))
+    eng.call("hook_mul", [u2], (5.0,))  # joins the dict: no raise

@@ -242,3 +242,16 @@ def _(torch):
         return fn if entry[1] == 1 else _ignored_post(node, fn)
 
     _node_proxies(post=post)
+
+
+@plant(
+    "view_hook_on_base",
+    "grad.hook_replaces_gradient",
+    "register_hook on a view registers the hook on its base instead",
+)
+def _(torch):
+    def register_hook(orig, self, hook):
+        base = self._base if self._is_view() else None
+        return orig(base if base is not None and base.requires_grad else self, hook)
+
+    methods("register_hook", register_hook)
