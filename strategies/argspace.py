@@ -9,8 +9,8 @@ written over a `Pick`, three primitives: one of these options, an integer in
 this range, true with this chance. Hypothesis's `draw` supplies them
 (`arguments`, a strategy) and so does a seeded `random.Random` (`RandomPick`,
 which the differential's Sampler hands over), so both sides draw from the one
-declaration. The classes are how a run counts what it drew (`classes_of`):
-a region no run draws shows up as a class drawn zero times.
+declaration. The classes are how a run counts what it drew (`DRAWN`, by
+`ArgSpace.draw`): a region no run draws shows as a class drawn zero times.
 
 Only valid calls are drawn: what an op does with arguments it refuses is not
 what the rules are about.
@@ -18,6 +18,7 @@ what the rules are about.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from random import Random
@@ -119,6 +120,11 @@ class Undefined:
 Choose = Callable[[Pick, Operand], tuple | None]
 
 
+# (op, "argument: class") -> how often this process drew it (reset per test:
+# conformance.harness carries it into the report)
+DRAWN: Counter[tuple[str, str]] = Counter()
+
+
 @dataclass(frozen=True)
 class ArgSpace:
     """An op's arguments: each with its classes, and how to draw them."""
@@ -126,6 +132,14 @@ class ArgSpace:
     args: tuple[Arg, ...]
     choose: Choose
     undefined: tuple[Undefined, ...] = ()
+    op: str = ""  # the row it belongs to, as DRAWN counts it
+
+    def draw(self, pick: Pick, operand: Operand) -> tuple | None:
+        """The arguments (None where none fit), their classes counted in DRAWN."""
+        args = self.choose(pick, operand)
+        if args is not None:
+            DRAWN.update((self.op, c) for c in self.classes_of(operand, args))
+        return args
 
     @property
     def declared(self) -> tuple[str, ...]:
@@ -140,6 +154,14 @@ class ArgSpace:
             for c in a.classes
             if c.holds(value, operand, args)
         )
+
+
+def drawn() -> dict[str, dict[str, int]]:
+    """DRAWN as op -> {"argument: class": count}, for a test's coverage."""
+    out: dict[str, dict[str, int]] = {}
+    for (op, name), count in sorted(DRAWN.items()):
+        out.setdefault(op, {})[name] = count
+    return out
 
 
 def arguments(space: ArgSpace, operand: Operand) -> st.SearchStrategy[tuple]:
@@ -159,7 +181,7 @@ def arguments(space: ArgSpace, operand: Operand) -> st.SearchStrategy[tuple]:
 
 @st.composite
 def _arguments(draw: st.DrawFn, space: ArgSpace, operand: Operand) -> tuple:
-    args = space.choose(HypothesisPick(draw), operand)
+    args = space.draw(HypothesisPick(draw), operand)
     if args is None:
         reject()
     return args

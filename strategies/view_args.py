@@ -10,6 +10,7 @@ changes the programs a seed draws (tools/fingerprint.py).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import cache
 
 from .argspace import Arg, ArgSpace, Class, Operand, Pick, Undefined
@@ -364,7 +365,7 @@ _NOT_MATRIX = Undefined("operands of rank other than 2", _TENSOR_T, "torch/_tens
 _DIM = _arg("dim", *SIGNED)
 _K = _arg("k", *SIGNED)
 
-SPACES: dict[str, ArgSpace] = {
+_SPACES: dict[str, ArgSpace] = {
     "getitem": ArgSpace((_arg("index", *_index_classes()),), _getitem),
     "select": ArgSpace((_arg("dim", FROM_START), _arg("index", *SIGNED)), _select),
     "view": ArgSpace((_arg("shape", *_rank_classes()),), _new_shape),
@@ -572,6 +573,7 @@ SPACES: dict[str, ArgSpace] = {
         _vsplit,
     ),
 }
+SPACES: dict[str, ArgSpace] = {name: replace(s, op=name) for name, s in _SPACES.items()}
 # the view ops of tensor_view.rst beyond the first ten
 SURFACE = frozenset(SPACES) - {
     "getitem",

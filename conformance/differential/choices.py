@@ -83,4 +83,4 @@ def scalars(dtype: str, nonzero: bool) -> Choice:
 def arguments(space: ArgSpace, operand: Operand) -> Choice:
     """An op's arguments drawn from its argument space, as the property tests
     draw them (strategies.argspace), with the step's Random as the primitives."""
-    return lambda rng: space.choose(RandomPick(rng), operand)
+    return lambda rng: space.draw(RandomPick(rng), operand)
