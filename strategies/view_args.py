@@ -100,8 +100,7 @@ def _dim(pick: Pick, shape: Shape, sized: bool = False) -> int | None:
     dims = tuple(d for d, n in enumerate(shape) if n > 0 or not sized)
     if not dims:
         return None
-    d = pick.one_of(dims)
-    return d - len(shape) if pick.ints(0, 3) == 0 else d
+    return _from_end(pick, pick.one_of(dims), len(shape))
 
 
 def _output(pick: Pick, count: int) -> int:
@@ -184,11 +183,8 @@ def _getitem(pick: Pick, x: Operand) -> tuple:
 
 
 def _select(pick: Pick, x: Operand) -> tuple | None:
-    live = tuple(d for d, n in enumerate(x.shape) if n > 0)
-    if not live:
-        return None
-    d = pick.one_of(live)
-    return (d, pick.ints(-x.shape[d], x.shape[d] - 1))
+    d = _dim(pick, x.shape, sized=True)
+    return None if d is None else (d, pick.ints(-x.shape[d], x.shape[d] - 1))
 
 
 def _new_shape(pick: Pick, x: Operand) -> tuple:
@@ -196,13 +192,21 @@ def _new_shape(pick: Pick, x: Operand) -> tuple:
 
 
 def _dims(count: int, extra: int = 0):
-    """`count` dims in 0..rank - 1 + extra (unsqueeze: one past the last)."""
+    """`count` dims in 0..rank - 1 + extra (unsqueeze: one past the last),
+    each one in four counted from the end."""
 
     def choose(pick: Pick, x: Operand) -> tuple | None:
-        top = len(x.shape) - 1 + extra
-        return None if top < 0 else tuple(pick.ints(0, top) for _ in range(count))
+        n = len(x.shape) + extra
+        if n == 0:
+            return None
+        return tuple(_from_end(pick, pick.ints(0, n - 1), n) for _ in range(count))
 
     return choose
+
+
+def _from_end(pick: Pick, d: int, n: int) -> int:
+    """Dim d of n, one in four as counted from the end (d - n)."""
+    return d - n if pick.ints(0, 3) == 0 else d
 
 
 def _t(pick: Pick, x: Operand) -> tuple | None:
@@ -367,10 +371,10 @@ _K = _arg("k", *SIGNED)
 
 _SPACES: dict[str, ArgSpace] = {
     "getitem": ArgSpace((_arg("index", *_index_classes()),), _getitem),
-    "select": ArgSpace((_arg("dim", FROM_START), _arg("index", *SIGNED)), _select),
+    "select": ArgSpace((_DIM, _arg("index", *SIGNED)), _select),
     "view": ArgSpace((_arg("shape", *_rank_classes()),), _new_shape),
     "reshape": ArgSpace((_arg("shape", *_rank_classes()),), _new_shape),
-    "transpose": ArgSpace((_arg("d0", FROM_START), _arg("d1", *_same_dim(0))), _dims(2)),
+    "transpose": ArgSpace((_arg("d0", *SIGNED), _arg("d1", *SIGNED, *_same_dim(0))), _dims(2)),
     "t": ArgSpace((), _t),
     "permute": ArgSpace(
         (
@@ -397,8 +401,9 @@ _SPACES: dict[str, ArgSpace] = {
         (
             _arg(
                 "dim",
-                Class("before a dim", lambda v, x, p: v < len(x.shape)),
-                Class("after the last dim", lambda v, x, p: v == len(x.shape)),
+                *SIGNED,
+                Class("before a dim", lambda v, x, p: v % (len(x.shape) + 1) < len(x.shape)),
+                Class("after the last dim", lambda v, x, p: v % (len(x.shape) + 1) == len(x.shape)),
             ),
         ),
         _dims(1, extra=1),
@@ -407,6 +412,7 @@ _SPACES: dict[str, ArgSpace] = {
         (
             _arg(
                 "dim",
+                *SIGNED,
                 Class("a dim of size 1", lambda v, x, p: x.shape[v] == 1),
                 Class("a dim of another size", lambda v, x, p: x.shape[v] != 1),
             ),

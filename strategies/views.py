@@ -271,7 +271,7 @@ VIEW_OPS: tuple[ViewOp, ...] = (
         lambda s, c: len(s) >= 1 and any(n > 0 for n in s),
         _declared("select"),
         lambda t, a: t.select(*a),
-        lambda x, a: x[(slice(None),) * a[0] + (a[1],)],
+        lambda x, a: x[_along(a[0], x.ndim, a[1])],
     ),
     ViewOp(
         "x.narrow({0}, {1}, {2})",
