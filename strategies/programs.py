@@ -20,7 +20,7 @@ from random import Random
 
 import numpy as np
 
-from . import view_args
+from . import view_draws
 from .argspace import RandomPick
 
 Shape = tuple[int, ...]
@@ -98,9 +98,9 @@ def leaf_shape(rng: Random, max_side: int = 3) -> Shape:
 
 
 def basic_index(rng: Random, shape: Shape) -> tuple:
-    """A basic indexing tuple: ints and slices with a positive step (getitem's
-    argument space, strategies.view_args; setitem's index too)."""
-    return view_args.basic_index(RandomPick(rng), shape)
+    """A basic indexing tuple: ints and slices with a positive step, drawn as
+    getitem's arguments are (strategies.view_draws); setitem's index too."""
+    return view_draws.basic_index(RandomPick(rng), shape)
 
 
 def indexed_shape(shape: Shape, index: tuple) -> Shape:
@@ -108,8 +108,9 @@ def indexed_shape(shape: Shape, index: tuple) -> Shape:
 
 
 def expand_shape(rng: Random, shape: Shape) -> Shape:
-    """A shape `shape` expands to (expand's argument space, strategies.view_args)."""
-    return view_args.expand_shape(RandomPick(rng), shape)
+    """A shape `shape` expands to, drawn as expand's arguments are
+    (strategies.view_draws)."""
+    return view_draws.expand_shape(RandomPick(rng), shape)
 
 
 def broadcastable_to(rng: Random, shape: Shape) -> Shape:

@@ -1,19 +1,20 @@
-"""The argument spaces of the view ops (tensor_view.rst), one per op: the
-arguments' classes, and how they are drawn (see strategies.argspace).
+"""The argument spaces of the view ops (tensor_view.rst), one per op: each
+argument's classes, the regions left out with the documentation's sentence,
+and the procedure that draws them (strategies.view_draws); see
+strategies.argspace.
 
 The oracle's rows (oracle/view_rows.py) and the property tests' view table
-(strategies/views.py) both take their arguments from here. A procedure's
-primitives, in their order, are the differential's draws: changing one
-changes the programs a seed draws (tools/fingerprint.py).
+(strategies/views.py) both take their arguments from here.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
-from functools import cache
 
-from .argspace import Arg, ArgSpace, Class, Operand, Pick, Undefined
+from . import view_draws as draws
+from .argspace import Arg, ArgSpace, Class, Operand, Undefined
+from .view_draws import pieces
 
 Shape = tuple[int, ...]
 
@@ -94,194 +95,10 @@ def _rank_classes() -> tuple[Class, ...]:
     )
 
 
-# ---- primitives shared by the procedures ------------------------------------------
-def _dim(pick: Pick, shape: Shape, sized: bool = False) -> int | None:
-    """A dim of shape (one of size > 0 if `sized`); one in four counted from the end."""
-    dims = tuple(d for d, n in enumerate(shape) if n > 0 or not sized)
-    if not dims:
-        return None
-    return _from_end(pick, pick.one_of(dims), len(shape))
-
-
-def _output(pick: Pick, count: int) -> int:
-    """An output index of `count` outputs; one in four counted from the end."""
-    k = pick.ints(0, count - 1)
-    return k - count if pick.ints(0, 3) == 0 else k
-
-
-def pieces(n: int, how: str, arg: int) -> list[int]:
-    """The sizes of the pieces x.split(arg) / chunk(arg) / tensor_split(arg)
-    cuts a dim of size n > 0 into (tensor_split: n >= 0); as oracle.view_ops."""
-    if how == "split":
-        return [min(arg, n - i) for i in range(0, n, arg)]
-    if how == "chunk":
-        return pieces(n, "split", -(-n // arg))
-    return [n // arg + (i < n % arg) for i in range(arg)]  # tensor_split
-
-
-def _divisors(n: int) -> tuple[int, ...]:
-    return tuple(k for k in range(1, n + 1) if n % k == 0)
-
-
-# ---- the first ten (getitem ... squeeze) ------------------------------------------
-def _one_index(pick: Pick, n: int) -> int | slice:
-    kind = pick.ints(0, 2 if n > 0 else 1)
-    if kind == 0:
-        return slice(None)
-    if kind == 1:
-        start, stop, step = pick.ints(0, n), pick.ints(0, n), pick.ints(1, 3)
-        return slice(*(v if pick.chance(0.7) else None for v in (start, stop, step)))
-    return pick.ints(0, n - 1)
-
-
-def basic_index(pick: Pick, shape: Shape) -> tuple:
-    """A basic indexing tuple: ints and slices with a positive step."""
-    if not shape:
-        return ()
-    return tuple(_one_index(pick, n) for n in shape[: pick.ints(1, len(shape))])
-
-
-@cache
-def _view_candidates(shape: Shape) -> tuple[Shape, ...]:
-    n = math.prod(shape)
-    candidates = {(n,), shape + (1,), (1,) + shape}
-    if len(shape) >= 2:
-        candidates.add(shape[:-2] + (shape[-2] * shape[-1],))
-        candidates.add((shape[0] * shape[1],) + shape[2:])
-    for d, size in enumerate(shape):
-        for f in (2, 3):
-            if size % f == 0 and size > f:
-                candidates.add(shape[:d] + (f, size // f) + shape[d + 1 :])
-    if n == 0:
-        candidates.add((0,))
-    return tuple(sorted(candidates))
-
-
-def view_shape(pick: Pick, shape: Shape) -> Shape:
-    """A shape with the same number of elements: flattened, split, merged, with 1s."""
-    return pick.one_of(_view_candidates(shape))
-
-
-def expand_shape(pick: Pick, shape: Shape) -> Shape:
-    """A shape `shape` expands to: size-1 dims grown, maybe a new leading dim."""
-    lead = (pick.ints(1, 2),) if pick.chance(0.5) else ()
-    return lead + tuple(pick.ints(1, 3) if n == 1 else n for n in shape)
-
-
-def permutation(pick: Pick, rank: int) -> tuple[int, ...]:
-    """A permutation of range(rank), drawn as random.Random.sample draws one."""
-    pool, out = list(range(rank)), []
-    for i in range(rank):
-        j = pick.ints(0, rank - i - 1)
-        out.append(pool[j])
-        pool[j] = pool[rank - i - 1]
-    return tuple(out)
-
-
-def _getitem(pick: Pick, x: Operand) -> tuple:
-    return (basic_index(pick, x.shape),)
-
-
-def _select(pick: Pick, x: Operand) -> tuple | None:
-    d = _dim(pick, x.shape, sized=True)
-    return None if d is None else (d, pick.ints(-x.shape[d], x.shape[d] - 1))
-
-
-def _new_shape(pick: Pick, x: Operand) -> tuple:
-    return (view_shape(pick, x.shape),)
-
-
-def _dims(count: int, extra: int = 0):
-    """`count` dims in 0..rank - 1 + extra (unsqueeze: one past the last),
-    each one in four counted from the end."""
-
-    def choose(pick: Pick, x: Operand) -> tuple | None:
-        n = len(x.shape) + extra
-        if n == 0:
-            return None
-        return tuple(_from_end(pick, pick.ints(0, n - 1), n) for _ in range(count))
-
-    return choose
-
-
-def _from_end(pick: Pick, d: int, n: int) -> int:
-    """Dim d of n, one in four as counted from the end (d - n)."""
-    return d - n if pick.ints(0, 3) == 0 else d
-
-
-def _t(pick: Pick, x: Operand) -> tuple | None:
-    return () if len(x.shape) <= 2 else None
-
-
-def _permute(pick: Pick, x: Operand) -> tuple:
-    return (permutation(pick, len(x.shape)),)
-
-
-def _expand(pick: Pick, x: Operand) -> tuple:
-    return (expand_shape(pick, x.shape),)
-
-
-# ---- the rest of tensor_view.rst --------------------------------------------------
-def _narrow(pick: Pick, x: Operand) -> tuple | None:
-    d = _dim(pick, x.shape)
-    if d is None:
-        return None
-    n = x.shape[d]
-    start = pick.ints(0, n)
-    return (d, start, pick.ints(0, n - start))
-
-
-def _diagonal(pick: Pick, x: Operand) -> tuple | None:
-    r = len(x.shape)
-    if r < 2:
-        return None
-    d1, d2 = pick.one_of(tuple((a, b) for a in range(r) for b in range(r)))
-    if d1 == d2:
-        d2 = (d1 + 1) % r
-    return (pick.ints(-2, 2), d1, d2)
-
-
 def _diagonal_size(x: Operand, p: tuple) -> int:
     off, d1, d2 = p
     a, b = x.shape[d1], x.shape[d2]
     return max(min(a, b - off) if off >= 0 else min(a + off, b), 0)
-
-
-def _two_dims(pick: Pick, x: Operand) -> tuple | None:
-    if not x.shape:
-        return None
-    return (_dim(pick, x.shape), _dim(pick, x.shape))
-
-
-def _unflatten(pick: Pick, x: Operand) -> tuple | None:
-    d = _dim(pick, x.shape)
-    if d is None or x.shape[d] == 0:
-        return None
-    n = x.shape[d]
-    a = pick.one_of(_divisors(n))
-    sizes = (a, n // a)
-    return (d, (-1, sizes[1]) if pick.ints(0, 3) == 0 else sizes)
-
-
-def _unfold(pick: Pick, x: Operand) -> tuple | None:
-    d = _dim(pick, x.shape, sized=True)
-    if d is None:
-        return None
-    return (d, pick.ints(1, x.shape[d]), pick.ints(1, 3))
-
-
-def _as_strided(pick: Pick, x: Operand) -> tuple | None:
-    """A window inside the tensor's own elements (which must be laid out
-    contiguously), so that its gradient lands on them."""
-    n = math.prod(x.shape)
-    if not x.contiguous or n == 0:
-        return None
-    size = tuple(pick.ints(1, 3) for _ in range(pick.ints(1, 2)))
-    stride = tuple(pick.ints(0, 2) for _ in size)
-    reach = sum((a - 1) * s for a, s in zip(size, stride, strict=True))
-    if reach >= n:
-        return None
-    return (size, stride, x.offset + pick.ints(0, n - 1 - reach))
 
 
 def _overlaps(size: tuple, stride: tuple) -> bool:
@@ -290,74 +107,6 @@ def _overlaps(size: tuple, stride: tuple) -> bool:
     for n, s in zip(size, stride, strict=True):
         seen = {base + i * s for base in seen for i in range(n)}
     return len(seen) < math.prod(size)
-
-
-def _rank(low: int, high: int | None = None):
-    """No arguments, for operands of rank low..high (no upper bound if None)."""
-
-    def choose(pick: Pick, x: Operand) -> tuple | None:
-        fits = low <= len(x.shape) and (high is None or len(x.shape) <= high)
-        return () if fits else None
-
-    return choose
-
-
-def _unbind(pick: Pick, x: Operand) -> tuple | None:
-    d = _dim(pick, x.shape, sized=True)
-    return None if d is None else (d, _output(pick, x.shape[d]))
-
-
-def _split(pick: Pick, x: Operand) -> tuple | None:
-    d = _dim(pick, x.shape, sized=True)
-    if d is None:
-        return None
-    size = pick.ints(1, x.shape[d])
-    return (size, d, _output(pick, len(pieces(x.shape[d], "split", size))))
-
-
-def _split_with_sizes(pick: Pick, x: Operand) -> tuple | None:
-    d = _dim(pick, x.shape, sized=True)
-    if d is None:
-        return None
-    n, sizes = x.shape[d], []
-    while sum(sizes) < n and len(sizes) < 3:
-        sizes.append(pick.ints(0, n - sum(sizes)))
-    sizes[-1] += n - sum(sizes)
-    return (sizes, d, _output(pick, len(sizes)))
-
-
-def _chunk(pick: Pick, x: Operand) -> tuple | None:
-    d = _dim(pick, x.shape, sized=True)
-    if d is None:
-        return None
-    chunks = pick.ints(1, x.shape[d] + 1)
-    return (chunks, d, _output(pick, len(pieces(x.shape[d], "chunk", chunks))))
-
-
-def _tensor_split(pick: Pick, x: Operand) -> tuple | None:
-    d = _dim(pick, x.shape)
-    if d is None:
-        return None
-    sections = pick.ints(1, 4)
-    return (sections, d, _output(pick, sections))
-
-
-def _even(pick: Pick, n: int) -> int:
-    return pick.one_of(_divisors(n)) if n else 1
-
-
-def _hsplit(pick: Pick, x: Operand) -> tuple | None:
-    if not x.shape:
-        return None
-    sections = _even(pick, x.shape[1 if len(x.shape) > 1 else 0])
-    return (sections, _output(pick, sections))
-
-
-def _vsplit(pick: Pick, x: Operand) -> tuple | None:
-    if len(x.shape) < 2:
-        return None
-    sections = _even(pick, x.shape[0])
-    return (sections, _output(pick, sections))
 
 
 # ---- the spaces ------------------------------------------------------------------
@@ -370,12 +119,12 @@ _DIM = _arg("dim", *SIGNED)
 _K = _arg("k", *SIGNED)
 
 _SPACES: dict[str, ArgSpace] = {
-    "getitem": ArgSpace((_arg("index", *_index_classes()),), _getitem),
-    "select": ArgSpace((_DIM, _arg("index", *SIGNED)), _select),
-    "view": ArgSpace((_arg("shape", *_rank_classes()),), _new_shape),
-    "reshape": ArgSpace((_arg("shape", *_rank_classes()),), _new_shape),
-    "transpose": ArgSpace((_arg("d0", *SIGNED), _arg("d1", *SIGNED, *_same_dim(0))), _dims(2)),
-    "t": ArgSpace((), _t),
+    "getitem": ArgSpace((_arg("index", *_index_classes()),), draws.getitem),
+    "select": ArgSpace((_DIM, _arg("index", *SIGNED)), draws.select),
+    "view": ArgSpace((_arg("shape", *_rank_classes()),), draws.new_shape),
+    "reshape": ArgSpace((_arg("shape", *_rank_classes()),), draws.new_shape),
+    "transpose": ArgSpace((_arg("d0", *SIGNED), _arg("d1", *SIGNED, *_same_dim(0))), draws.dims(2)),
+    "t": ArgSpace((), draws.t),
     "permute": ArgSpace(
         (
             _arg(
@@ -384,7 +133,7 @@ _SPACES: dict[str, ArgSpace] = {
                 Class("a reordering", lambda v, x, p: v != tuple(sorted(v))),
             ),
         ),
-        _permute,
+        draws.permute,
     ),
     "expand": ArgSpace(
         (
@@ -395,7 +144,7 @@ _SPACES: dict[str, ArgSpace] = {
                 Class("the same shape", lambda v, x, p: v == x.shape),
             ),
         ),
-        _expand,
+        draws.expand,
     ),
     "unsqueeze": ArgSpace(
         (
@@ -406,7 +155,7 @@ _SPACES: dict[str, ArgSpace] = {
                 Class("after the last dim", lambda v, x, p: v % (len(x.shape) + 1) == len(x.shape)),
             ),
         ),
-        _dims(1, extra=1),
+        draws.dims(1, extra=1),
     ),
     "squeeze": ArgSpace(
         (
@@ -417,7 +166,7 @@ _SPACES: dict[str, ArgSpace] = {
                 Class("a dim of another size", lambda v, x, p: x.shape[v] != 1),
             ),
         ),
-        _dims(1),
+        draws.dims(1),
     ),
     "narrow": ArgSpace(
         (
@@ -435,7 +184,7 @@ _SPACES: dict[str, ArgSpace] = {
                 Class("short of the end", lambda v, x, p: p[1] + v < _size(x, p, 0)),
             ),
         ),
-        _narrow,
+        draws.narrow,
     ),
     "diagonal": ArgSpace(
         (
@@ -453,11 +202,11 @@ _SPACES: dict[str, ArgSpace] = {
                 Class("before dim1", lambda v, x, p: v < p[1]),
             ),
         ),
-        _diagonal,
+        draws.diagonal,
     ),
-    "movedim": ArgSpace((_arg("source", *SIGNED), _arg("destination", *SIGNED)), _two_dims),
-    "swapaxes": ArgSpace((_arg("axis0", *SIGNED), _arg("axis1", *SIGNED)), _two_dims),
-    "swapdims": ArgSpace((_arg("dim0", *SIGNED), _arg("dim1", *SIGNED)), _two_dims),
+    "movedim": ArgSpace((_arg("source", *SIGNED), _arg("destination", *SIGNED)), draws.two_dims),
+    "swapaxes": ArgSpace((_arg("axis0", *SIGNED), _arg("axis1", *SIGNED)), draws.two_dims),
+    "swapdims": ArgSpace((_arg("dim0", *SIGNED), _arg("dim1", *SIGNED)), draws.two_dims),
     "unflatten": ArgSpace(
         (
             _DIM,
@@ -468,7 +217,7 @@ _SPACES: dict[str, ArgSpace] = {
                 Class("a size of 1", lambda v, x, p: 1 in v),
             ),
         ),
-        _unflatten,
+        draws.unflatten,
     ),
     "unfold": ArgSpace(
         (
@@ -486,7 +235,7 @@ _SPACES: dict[str, ArgSpace] = {
                 Class("gaps between windows", lambda v, x, p: v > p[1]),
             ),
         ),
-        _unfold,
+        draws.unfold,
     ),
     "as_strided": ArgSpace(
         (
@@ -507,15 +256,15 @@ _SPACES: dict[str, ArgSpace] = {
                 Class("further on", lambda v, x, p: v > x.offset),
             ),
         ),
-        _as_strided,
+        draws.as_strided,
     ),
-    "mT": ArgSpace((), _rank(2)),
-    "T": ArgSpace((), _rank(2, 2), (_NOT_MATRIX,)),
-    "H": ArgSpace((), _rank(2, 2)),  # only 2-D: others raise
-    "mH": ArgSpace((), _rank(2)),
-    "adjoint": ArgSpace((), _rank(2)),
-    "unbind_k": ArgSpace((_DIM, _K), _unbind),
-    "split_k": ArgSpace((_arg("size", *_pieces_classes(1, "split")), _DIM, _K), _split),
+    "mT": ArgSpace((), draws.rank(2)),
+    "T": ArgSpace((), draws.rank(2, 2), (_NOT_MATRIX,)),
+    "H": ArgSpace((), draws.rank(2, 2)),  # only 2-D: others raise
+    "mH": ArgSpace((), draws.rank(2)),
+    "adjoint": ArgSpace((), draws.rank(2)),
+    "unbind_k": ArgSpace((_DIM, _K), draws.unbind),
+    "split_k": ArgSpace((_arg("size", *_pieces_classes(1, "split")), _DIM, _K), draws.split),
     "split_with_sizes_k": ArgSpace(
         (
             _arg(
@@ -527,7 +276,7 @@ _SPACES: dict[str, ArgSpace] = {
             _DIM,
             _K,
         ),
-        _split_with_sizes,
+        draws.split_with_sizes,
     ),
     "chunk_k": ArgSpace(
         (
@@ -542,7 +291,7 @@ _SPACES: dict[str, ArgSpace] = {
             _DIM,
             _K,
         ),
-        _chunk,
+        draws.chunk,
     ),
     "tensor_split_k": ArgSpace(
         (
@@ -554,7 +303,7 @@ _SPACES: dict[str, ArgSpace] = {
             _DIM,
             _K,
         ),
-        _tensor_split,
+        draws.tensor_split,
     ),
     "hsplit_k": ArgSpace(
         (
@@ -565,7 +314,7 @@ _SPACES: dict[str, ArgSpace] = {
             ),
             _K,
         ),
-        _hsplit,
+        draws.hsplit,
     ),
     "vsplit_k": ArgSpace(
         (
@@ -576,7 +325,7 @@ _SPACES: dict[str, ArgSpace] = {
             ),
             _K,
         ),
-        _vsplit,
+        draws.vsplit,
     ),
 }
 SPACES: dict[str, ArgSpace] = {name: replace(s, op=name) for name, s in _SPACES.items()}

@@ -19,7 +19,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from .argspace import Operand, arguments
-from .view_args import SPACES, pieces
+from .view_args import SPACES
+from .view_draws import pieces
 
 Shape = tuple[int, ...]
 

@@ -17,7 +17,8 @@ from oracle import OPS, view_rows
 from oracle.geometry import contiguous_strides
 from oracle.view_ops import chunk_sizes, section_sizes, split_sizes
 from strategies.argspace import ArgSpace, Operand, RandomPick, arguments
-from strategies.view_args import SPACES, SURFACE, permutation, pieces, view_shape
+from strategies.view_args import SPACES, SURFACE
+from strategies.view_draws import permutation, pieces, view_shape
 from strategies.views import VIEW_OPS
 
 SHAPES = [(), (0,), (1,), (3,), (2, 3), (3, 0), (1, 2, 2), (2, 1, 3, 2), (0, 2, 1)]
