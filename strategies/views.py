@@ -50,6 +50,7 @@ def _declared(name: str, without: tuple[str, ...] = ()) -> Callable:
             return drawn
         return drawn.filter(lambda a: not set(space.classes_of(Operand(shape), a)) & set(without))
 
+    args.op = name  # the row whose space it draws (tests/oracle/test_view_args.py)
     return args
 
 
@@ -76,8 +77,11 @@ def _has_sized(shape: Shape, contiguous: bool) -> bool:
 
 
 def _unflatten_np(x: np.ndarray, a: tuple) -> np.ndarray:
-    d = a[0] % x.ndim
-    return x.reshape(x.shape[:d] + tuple(a[1]) + x.shape[d + 1 :])
+    d, sizes = a[0] % x.ndim, tuple(a[1])
+    if -1 in sizes:  # inferred from this dim alone, as torch does (NumPy: from all of x)
+        known = math.prod(n for n in sizes if n != -1)
+        sizes = tuple(x.shape[d] // known if n == -1 else n for n in sizes)
+    return x.reshape(x.shape[:d] + sizes + x.shape[d + 1 :])
 
 
 def _any(shape: Shape, contiguous: bool) -> bool:

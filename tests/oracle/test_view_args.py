@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 from random import Random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -112,3 +113,26 @@ def test_arguments_checks_its_arguments():
     with pytest.raises(InvalidArgument, match="must be an Operand"):
         arguments(SPACES["narrow"], (2,))  # type: ignore[arg-type]
     assert isinstance(SPACES["narrow"], ArgSpace)
+
+
+def _positions(shape: tuple, strides: tuple, offset: int) -> np.ndarray:
+    """The storage position of each element of a (shape, strides, offset) view."""
+    grid = np.indices(shape, dtype=np.int64) if shape else np.zeros((0,), np.int64)
+    return offset + sum((g * s for g, s in zip(grid, strides, strict=True)), np.int64(0))
+
+
+DECLARED = [v for v in VIEW_OPS if getattr(v.args, "op", None)]
+
+
+@pytest.mark.parametrize("view", DECLARED, ids=lambda v: v.template)
+@settings(max_examples=60, database=None, deadline=None)
+@given(data=st.data())
+def test_the_property_tests_view_table_agrees_with_the_oracle_row(view, data):
+    """A view the property tests draw from a row's space selects, in NumPy,
+    the elements the oracle's geometry gives the same arguments."""
+    shape = data.draw(st.sampled_from([s for s in SHAPES if view.applies(s, True)]))
+    args = data.draw(view.args(shape))
+    got = np.asarray(view.numpy(np.arange(_numel(shape)).reshape(shape), args))
+    geom = OPS[view.args.op].geom(shape, contiguous_strides(shape), 0, *args)
+    assert got.shape == geom[0], (view.template, shape, args)
+    assert (got == _positions(*geom[:3])).all(), (view.template, shape, args)
