@@ -48,7 +48,7 @@ class OpSpec:
     exact_bump: bool = True  # False where torch may bump more than once
     statement: bool = False  # the template is a statement without a value
     returns: bool = True  # Engine.call returns a tensor
-    param_kinds: tuple[str, ...] = ()  # scalar index dim int shape dims bool
+    param_kinds: tuple[str, ...] = ()  # scalar index dim int bool custom (rows without args)
     fwd: Callable | None = None
     bwd: Callable | None = None
     geom: Callable | None = None  # views: the geometry function in oracle.view_geometry

@@ -327,6 +327,28 @@ VIEW_OPS: tuple[ViewOp, ...] = (
         lambda t, a: t.view(a[0]),
         lambda x, a: x.reshape(a[0]),
     ),
+    ViewOp(  # of a contiguous tensor, a view
+        "x.reshape({0})",
+        lambda s, c: c,
+        _declared("reshape"),
+        lambda t, a: t.reshape(a[0]),
+        lambda x, a: x.reshape(a[0]),
+    ),
+    ViewOp(
+        "x[{0}]",
+        _any,
+        _declared("getitem"),
+        lambda t, a: t[a[0]],
+        lambda x, a: x[a[0]],
+    ),
+    ViewOp(  # its size-1 dims grown, or a dim in front: most read an element more than once
+        "x.expand({0})",
+        _any,
+        _declared("expand"),
+        lambda t, a: t.expand(a[0]),
+        lambda x, a: np.broadcast_to(x, a[0]),
+        overlapping=True,
+    ),
     ViewOp("x[None]", _any, lambda s: st.just(()), lambda t, a: t[None], lambda x, a: x[None]),
     ViewOp("x[...]", _any, lambda s: st.just(()), lambda t, a: t[...], lambda x, a: x[...]),
     ViewOp(
