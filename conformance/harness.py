@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from conformance import build, watch
 from conformance.internal import suite_code
 from conformance.selection import current
+from strategies import argspace
 from strategies.dtypes import DTYPES, arrays
 from strategies.programs import Program
 from strategies.tensors import TensorCase, tensor_cases
@@ -39,6 +40,8 @@ class Coverage:
         # combinations skipped for a kernel the build lacks, by reason
         missing = {"not_in_build": dict(sorted(build.MISSING.items()))} if build.MISSING else {}
         out |= {"operators": self.operators} if self.operators else {}
+        # the argument classes the test drew, per op (strategies.argspace)
+        out |= {"args": argspace.drawn()} if argspace.DRAWN else {}
         return out | ({"steps": self.steps} if self.steps else {}) | missing
 
 
@@ -49,6 +52,7 @@ def reset_coverage() -> None:
     global COVERAGE
     COVERAGE = Coverage()
     build.reset_missing()
+    argspace.DRAWN.clear()
 
 
 # dtypes of the example run last: after a failure, Hypothesis's final replay

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from conformance import not_in_build
+from conformance import argument_coverage, not_in_build
 from conformance.failures import crash_text, traceback_summary
 from conformance.invariants import CATALOGUE, Invariant
 from conformance.outcomes import (
@@ -228,6 +228,7 @@ def build_report(
         tests=[_test(r) for r in records],
         unfinished=[_unfinished(r) for r in records if r.outcome.outcome in UNFINISHED],
         operators={**operators, "summary": summary_lines(operators)},
+        arguments=argument_coverage.tally(outcomes.values()),
     )
 
 

@@ -235,6 +235,9 @@ class Report:
     complete: bool = True
     incomplete_reason: str | None = None
     exit_status: int | None = None
+    # op -> {"argument: class": times drawn} for the rows with an argument space
+    # (conformance.argument_coverage), 0 for a class no test drew
+    arguments: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document (`reports` reads it back as a dict)."""
@@ -255,4 +258,5 @@ class Report:
             "tests": [asdict(t) for t in self.tests],
             "unfinished": [asdict(u) for u in self.unfinished],
             "operators": self.operators,
+            "arguments": {op: dict(classes) for op, classes in self.arguments.items()},
         }

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conformance import not_in_build, repro_check
+from conformance import argument_coverage, not_in_build, repro_check
 from conformance.marking import unexpectedly_holding
 from conformance.outcomes import (
     CRASHED,
@@ -72,6 +72,12 @@ def write_summary(terminalreporter, config: pytest.Config) -> None:
             f"differential: {chains} chains, {steps} steps checked in lockstep, "
             f"{seconds:.1f} s of test time: {steps / max(seconds, 1e-9):.0f} steps/s per worker"
         )
+    arguments = argument_coverage.tally(OUTCOMES.values())
+    if arguments:
+        declared = sum(len(classes) for classes in arguments.values())
+        never = argument_coverage.never_drawn(arguments)
+        line = f"argument classes: {declared - len(never)} of {declared} drawn"
+        write(line + (f"; never: {', '.join(never)}" if never else ""), yellow=bool(never))
 
 
 def _write_unfinished(terminalreporter, by_status: dict[str, list[TestOutcome]]) -> None:

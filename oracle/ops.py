@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import complex_views, gradapi, index_ops, view_geometry, view_ops, write_rows
+from strategies.argspace import ArgSpace
+
+from . import complex_views, gradapi, index_ops, view_geometry, view_rows, write_rows
 from .dtypes import REAL_OF, kind, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import (
@@ -46,10 +48,12 @@ class OpSpec:
     exact_bump: bool = True  # False where torch may bump more than once
     statement: bool = False  # the template is a statement without a value
     returns: bool = True  # Engine.call returns a tensor
-    param_kinds: tuple[str, ...] = ()  # scalar index dim int shape dims bool
+    param_kinds: tuple[str, ...] = ()  # scalar index dim int bool custom (rows without args)
     fwd: Callable | None = None
     bwd: Callable | None = None
     geom: Callable | None = None  # views: the geometry function in oracle.view_geometry
+    # what its arguments may be, each one's classes, and how they are drawn
+    args: ArgSpace | None = None
     check: Callable | None = None  # shapes, params -> result shape, or raises
     layout: str = "elementwise"  # result strides: TensorIterator's rules, or "contiguous"
     scalar_operand: bool = False  # the python scalar is a wrapped 0-d tensor operand
@@ -340,76 +344,16 @@ for _h in ("detach", "x2_x2"):
         bwd=_grad1(lambda g, x, p: g * C(np.cos(x))),
     )
 
-for _n, _p, _k, _tpl in [
-    ("getitem", ("index",), ("index",), "{t0}[{p0}]"),
-    ("select", ("dim", "index"), ("dim", "int"), "{t0}.select({p0}, {p1})"),
-    ("view", ("shape",), ("shape",), "{t0}.view({p0})"),
-    ("reshape", ("shape",), ("shape",), "{t0}.reshape({p0})"),
-    ("transpose", ("d0", "d1"), ("dim", "dim"), "{t0}.transpose({p0}, {p1})"),
-    ("t", (), (), "{t0}.t()"),
-    ("permute", ("dims",), ("dims",), "{t0}.permute({p0})"),
-    ("expand", ("shape",), ("shape",), "{t0}.expand({p0})"),
-    ("unsqueeze", ("dim",), ("dim",), "{t0}.unsqueeze({p0})"),
-    ("squeeze", ("dim",), ("dim",), "{t0}.squeeze({p0})"),
-]:
-    _row(_n, 1, _p, _tpl, "view", view=True, geom=getattr(view_geometry, _n), param_kinds=_k)
-
-# the rest of tensor_view.rst; a multi-output op is one row per call and output
-# index: `x.split(2, 0)[1]` (param kind "custom": drawn per op by the generator)
-_REAL = ("float", "int", "bool")  # H, mH, adjoint of a complex tensor are conj views
-for _n, _p, _tpl, _d, _multi in [
-    ("narrow", ("dim", "start", "length"), "{t0}.narrow({p0}, {p1}, {p2})", ALL, False),
-    ("diagonal", ("offset", "dim1", "dim2"), "{t0}.diagonal({p0}, {p1}, {p2})", ALL, False),
-    ("movedim", ("source", "destination"), "{t0}.movedim({p0}, {p1})", ALL, False),
-    ("swapaxes", ("axis0", "axis1"), "{t0}.swapaxes({p0}, {p1})", ALL, False),
-    ("swapdims", ("dim0", "dim1"), "{t0}.swapdims({p0}, {p1})", ALL, False),
-    ("unflatten", ("dim", "sizes"), "{t0}.unflatten({p0}, {p1})", ALL, False),
-    ("unfold", ("dimension", "size", "step"), "{t0}.unfold({p0}, {p1}, {p2})", ALL, False),
-    ("as_strided", ("size", "stride", "offset"), "{t0}.as_strided({p0}, {p1}, {p2})", ALL, False),
-    ("mT", (), "{t0}.mT", ALL, False),
-    ("T", (), "{t0}.T", ALL, False),
-    ("H", (), "{t0}.H", _REAL, False),
-    ("mH", (), "{t0}.mH", _REAL, False),
-    ("adjoint", (), "{t0}.adjoint()", _REAL, False),
-    ("unbind_k", ("dim", "k"), "{t0}.unbind({p0})[{p1}]", ALL, True),
-    ("split_k", ("size", "dim", "k"), "{t0}.split({p0}, {p1})[{p2}]", ALL, True),
-    (
-        "split_with_sizes_k",
-        ("sizes", "dim", "k"),
-        "{t0}.split_with_sizes({p0}, {p1})[{p2}]",
-        ALL,
-        True,
-    ),
-    ("chunk_k", ("chunks", "dim", "k"), "{t0}.chunk({p0}, {p1})[{p2}]", ALL, True),
-    ("tensor_split_k", ("sections", "dim", "k"), "{t0}.tensor_split({p0}, {p1})[{p2}]", ALL, False),
-    ("hsplit_k", ("sections", "k"), "{t0}.hsplit({p0})[{p1}]", ALL, False),
-    ("vsplit_k", ("sections", "k"), "{t0}.vsplit({p0})[{p1}]", ALL, False),
-]:
-    _geom = {"swapaxes": view_geometry.transpose, "swapdims": view_geometry.transpose}
-    _geom.update(H=view_ops.T)
-    _geom.update(mH=view_ops.mT, adjoint=view_ops.mT)
-    _row(
-        _n,
-        1,
-        _p,
-        _tpl,
-        "view",
-        view=True,
-        dtypes=_d,
-        geom=_geom.get(_n) or getattr(view_ops, _n),
-        param_kinds=("custom",) * len(_p),
-        multi_output=_multi,
-    )
+# the view family, one row per op (oracle/view_rows.py)
+for _n, _kw in view_rows.ROWS.items():
+    _row(_n, **_kw)
 
 # lazily resolved views (oracle.complex_views): conj() and torch._neg_view() set a
-# bit instead of computing, resolve_conj() / resolve_neg() materialise it; H, mH and
-# adjoint() of a complex tensor are conj views (these rows replace the real-only ones)
+# bit instead of computing, resolve_conj() / resolve_neg() materialise it (H, mH and
+# adjoint() of a complex tensor are conj views too: their rows are in view_rows)
 for _n, _tpl, _g, _d in [
     ("conj", "{t0}.conj()", complex_views.identity, ALL),
     ("neg_view", "torch._neg_view({t0})", complex_views.identity, FCI),
-    ("H", "{t0}.H", view_ops.T, ALL),
-    ("mH", "{t0}.mH", view_ops.mT, ALL),
-    ("adjoint", "{t0}.adjoint()", view_ops.mT, ALL),
 ]:
     _row(_n, 1, (), _tpl, "bit_view", view=True, dtypes=_d, geom=_g)
 for _n, _d in (("resolve_conj", ALL), ("resolve_neg", FCI)):

@@ -89,6 +89,7 @@ def render_report(report: dict[str, Any]) -> str:
         counts_line=view.counts_line(report.get("counts", {})),
         run_line=view.run_line(report),
         operator_rows=view.operator_rows(report),
+        argument_rows=view.argument_rows(report),
         operator_devices=list(report.get("operators", {}).get("devices", {})),
     )
 

@@ -101,6 +101,20 @@ def run_line(report: dict[str, Any]) -> list[str]:
     return phrases
 
 
+def argument_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The op registry's argument classes (conformance.argument_coverage), one
+    row per op: how many of its classes the run drew, and each class with its
+    count; ops with a class never drawn first."""
+    rows = []
+    for op, classes in report.get("arguments", {}).items():
+        never = [name for name, n in classes.items() if not n]
+        rows.append(
+            {"op": op, "declared": len(classes), "never": never, "classes": list(classes.items())}
+        )
+    rows.sort(key=lambda r: (not r["never"], r["op"]))
+    return rows
+
+
 _OPERATOR_ORDER = ("violated", "xfailed", "not covered", "held")
 
 

@@ -16,10 +16,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
 from random import Random
 
 import numpy as np
+
+from . import view_draws
+from .argspace import RandomPick
 
 Shape = tuple[int, ...]
 
@@ -95,52 +97,20 @@ def leaf_shape(rng: Random, max_side: int = 3) -> Shape:
             return tuple(sides)
 
 
-def _one_index(rng: Random, n: int) -> int | slice:
-    kind = rng.randrange(3 if n > 0 else 2)
-    if kind == 0:
-        return slice(None)
-    if kind == 1:
-        start, stop, step = rng.randint(0, n), rng.randint(0, n), rng.randint(1, 3)
-        return slice(*(v if rng.random() < 0.7 else None for v in (start, stop, step)))
-    return rng.randint(0, n - 1)
-
-
 def basic_index(rng: Random, shape: Shape) -> tuple:
-    """A basic indexing tuple: ints and slices with a positive step."""
-    if not shape:
-        return ()
-    return tuple(_one_index(rng, n) for n in shape[: rng.randint(1, len(shape))])
+    """A basic indexing tuple: ints and slices with a positive step, drawn as
+    getitem's arguments are (strategies.view_draws); setitem's index too."""
+    return view_draws.basic_index(RandomPick(rng), shape)
 
 
 def indexed_shape(shape: Shape, index: tuple) -> Shape:
     return np.empty(shape, dtype=np.int8)[index].shape
 
 
-@cache
-def _view_candidates(shape: Shape) -> tuple[Shape, ...]:
-    n = math.prod(shape)
-    candidates = {(n,), shape + (1,), (1,) + shape}
-    if len(shape) >= 2:
-        candidates.add(shape[:-2] + (shape[-2] * shape[-1],))
-        candidates.add((shape[0] * shape[1],) + shape[2:])
-    for d, size in enumerate(shape):
-        for f in (2, 3):
-            if size % f == 0 and size > f:
-                candidates.add(shape[:d] + (f, size // f) + shape[d + 1 :])
-    if n == 0:
-        candidates.add((0,))
-    return tuple(sorted(candidates))
-
-
-def view_shape(rng: Random, shape: Shape) -> Shape:
-    """A shape with the same number of elements: flattened, split, merged, with 1s."""
-    return rng.choice(_view_candidates(shape))
-
-
 def expand_shape(rng: Random, shape: Shape) -> Shape:
-    """A shape `shape` expands to: size-1 dims grown, maybe a new leading dim."""
-    lead = (rng.randint(1, 2),) if rng.random() < 0.5 else ()
-    return lead + tuple(rng.randint(1, 3) if n == 1 else n for n in shape)
+    """A shape `shape` expands to, drawn as expand's arguments are
+    (strategies.view_draws)."""
+    return view_draws.expand_shape(RandomPick(rng), shape)
 
 
 def broadcastable_to(rng: Random, shape: Shape) -> Shape:

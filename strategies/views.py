@@ -1,5 +1,7 @@
 """View ops as a table: each row says when it applies to a shape, how to draw
 its arguments, and how to apply it to a torch tensor and to a NumPy array.
+The arguments of an op the differential draws too come from its argument
+space (strategies.view_args), drawn the same way on both sides.
 
 Applied to `np.arange(n).reshape(shape)`, the NumPy side says which element
 of the base each element of the view reads, so a test can predict what a
@@ -16,6 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
+from .argspace import Operand, arguments
+from .view_args import SPACES
+from .view_draws import pieces
+
 Shape = tuple[int, ...]
 
 
@@ -30,28 +36,31 @@ class ViewOp:
     multi_output: bool = False  # one output of unbind, split, split_with_sizes or chunk
 
 
-def _dims(shape: Shape) -> st.SearchStrategy[int]:
-    return st.integers(0, len(shape) - 1)
+def _declared(name: str, without: tuple[str, ...] = ()) -> Callable:
+    """Args for a shape from the op's argument space (strategies.view_args),
+    as the differential draws them; `without` leaves out classes of it."""
+    space = SPACES[name]
+    unknown = set(without) - set(space.declared)
+    if unknown:
+        raise ValueError(f"{name} has no classes {sorted(unknown)}: {space.declared}")
+
+    def args(shape: Shape) -> st.SearchStrategy[tuple]:
+        drawn = arguments(space, Operand(shape))
+        if not without:
+            return drawn
+        return drawn.filter(lambda a: not set(space.classes_of(Operand(shape), a)) & set(without))
+
+    args.op = name  # the row whose space it draws (tests/oracle/test_view_args.py)
+    return args
 
 
-def _select_args(shape: Shape) -> st.SearchStrategy[tuple]:
-    return (
-        _dims(shape)
-        .filter(lambda d: shape[d] > 0)
-        .flatmap(lambda d: st.tuples(st.just(d), st.integers(-shape[d], shape[d] - 1)))
-    )
-
-
-def _narrow_args(shape: Shape) -> st.SearchStrategy[tuple]:
-    return _dims(shape).flatmap(
-        lambda d: st.integers(0, shape[d]).flatmap(
-            lambda s: st.tuples(st.just(d), st.just(s), st.integers(0, shape[d] - s))
-        )
-    )
+def _along(d: int, ndim: int, item: object) -> tuple:
+    """An index that applies `item` at dim d (counted from the end if negative)."""
+    return (slice(None),) * (d % ndim) + (item,)
 
 
 def _step_args(shape: Shape) -> st.SearchStrategy[tuple]:
-    return st.tuples(_dims(shape), st.integers(0, 3), st.integers(1, 3))
+    return st.tuples(st.integers(0, len(shape) - 1), st.integers(0, 3), st.integers(1, 3))
 
 
 def _stepped(a, args):
@@ -63,45 +72,26 @@ def _squeeze_np(a: np.ndarray, d: int) -> np.ndarray:
     return np.squeeze(a, axis=d) if a.shape[d] == 1 else a
 
 
+def _has_sized(shape: Shape, contiguous: bool) -> bool:
+    return any(n > 0 for n in shape)
+
+
+def _unflatten_np(x: np.ndarray, a: tuple) -> np.ndarray:
+    d, sizes = a[0] % x.ndim, tuple(a[1])
+    if -1 in sizes:  # inferred from this dim alone, as torch does (NumPy: from all of x)
+        known = math.prod(n for n in sizes if n != -1)
+        sizes = tuple(x.shape[d] // known if n == -1 else n for n in sizes)
+    return x.reshape(x.shape[:d] + sizes + x.shape[d + 1 :])
+
+
 def _any(shape: Shape, contiguous: bool) -> bool:
     return True
 
 
 # ---- the rest of tensor_view.rst (issue 10) -----------------------------------------
-def _sized_dim(shape: Shape) -> st.SearchStrategy[int]:
-    return st.sampled_from([d for d, n in enumerate(shape) if n > 0])
-
-
-def _has_sized(shape: Shape, contiguous: bool) -> bool:
-    return any(n > 0 for n in shape)
-
-
-def _then(first: st.SearchStrategy, rest: Callable) -> st.SearchStrategy[tuple]:
-    """(a, *rest(a)): arguments that depend on the first one."""
-    return first.flatmap(lambda a: rest(a).map(lambda more: (a, *more)))
-
-
-def _unflatten_args(shape: Shape) -> st.SearchStrategy[tuple]:
-    return _then(
-        _sized_dim(shape),
-        lambda d: st.sampled_from([k for k in range(1, shape[d] + 1) if shape[d] % k == 0]).map(
-            lambda k: ((k, shape[d] // k),)
-        ),
-    )
-
-
-def _unfold_args(shape: Shape) -> st.SearchStrategy[tuple]:
-    # step >= size: windows that do not overlap, so the view can be written
-    return _then(
-        _sized_dim(shape),
-        lambda d: st.integers(1, shape[d]).flatmap(
-            lambda size: st.tuples(st.just(size), st.integers(size, size + 2))
-        ),
-    )
-
-
 def _unfold_np(x: np.ndarray, a: tuple) -> np.ndarray:
     d, size, step = a
+    d %= x.ndim
     starts = np.arange((x.shape[d] - size) // step + 1) * step
     taken = np.take(x, starts[:, None] + np.arange(size)[None, :], axis=d)
     return np.moveaxis(taken, d + 1, -1)
@@ -118,83 +108,61 @@ def _flat_window_args(shape: Shape) -> st.SearchStrategy[tuple]:
     )
 
 
-def _pieces(n: int, how: str, arg: int) -> list[int]:
-    if how == "split":
-        return [min(arg, n - i) for i in range(0, n, arg)]
-    if how == "chunk":
-        return _pieces(n, "split", -(-n // arg))
-    return [n // arg + (i < n % arg) for i in range(arg)]  # tensor_split
-
-
 def _piece(x: np.ndarray, d: int, sizes: list[int], k: int) -> np.ndarray:
     k %= len(sizes)
     start = sum(sizes[:k])
-    return x[(slice(None),) * d + (slice(start, start + sizes[k]),)]
+    return x[_along(d, x.ndim, slice(start, start + sizes[k]))]
 
 
-def _one_of_pieces(how: str, low: int, high: Callable[[int], int]) -> Callable:
-    """Args (arg, dim, k) for x.<how>(arg, dim)[k]."""
-
-    def args(shape: Shape) -> st.SearchStrategy[tuple]:
-        return _sized_dim(shape).flatmap(
-            lambda d: st.integers(low, high(shape[d])).flatmap(
-                lambda arg: st.tuples(
-                    st.just(arg),
-                    st.just(d),
-                    st.integers(0, len(_pieces(shape[d], how, arg)) - 1),
-                )
-            )
-        )
-
-    return args
-
-
-def _split_with_sizes_args(shape: Shape) -> st.SearchStrategy[tuple]:
-    def sizes(n: int) -> st.SearchStrategy[list[int]]:
-        return st.integers(0, n).map(lambda a: [a, n - a])
-
-    return _sized_dim(shape).flatmap(
-        lambda d: sizes(shape[d]).flatmap(
-            lambda ss: st.tuples(st.just(ss), st.just(d), st.integers(0, len(ss) - 1))
-        )
-    )
+def _split_piece(how: str) -> Callable:
+    """x.<how>(arg, dim)[k] in NumPy, for args (arg, dim, k)."""
+    return lambda x, a: _piece(x, a[1], pieces(x.shape[a[1]], how, a[0]), a[2])
 
 
 SURFACE_VIEW_OPS: tuple[ViewOp, ...] = (
     ViewOp(
         "x.movedim({0}, {1})",
         lambda s, c: len(s) >= 1,
-        lambda s: st.tuples(_dims(s), _dims(s)),
+        _declared("movedim"),
         lambda t, a: t.movedim(*a),
         lambda x, a: np.moveaxis(x, *a),
     ),
     ViewOp(
         "x.swapaxes({0}, {1})",
         lambda s, c: len(s) >= 1,
-        lambda s: st.tuples(_dims(s), _dims(s)),
+        _declared("swapaxes"),
         lambda t, a: t.swapaxes(*a),
         lambda x, a: np.swapaxes(x, *a),
     ),
     ViewOp(
         "x.swapdims({0}, {1})",
         lambda s, c: len(s) >= 1,
-        lambda s: st.tuples(_dims(s), _dims(s)),
+        _declared("swapdims"),
         lambda t, a: t.swapdims(*a),
         lambda x, a: np.swapaxes(x, *a),
     ),
     ViewOp(
         "x.unflatten({0}, {1})",
         _has_sized,
-        _unflatten_args,
+        _declared("unflatten"),
         lambda t, a: t.unflatten(*a),
-        lambda x, a: x.reshape(x.shape[: a[0]] + a[1] + x.shape[a[0] + 1 :]),
+        _unflatten_np,
+    ),
+    # windows that do not overlap can be written; those that do cannot
+    ViewOp(
+        "x.unfold({0}, {1}, {2})",
+        _has_sized,
+        _declared("unfold", without=("step: overlapping windows",)),
+        lambda t, a: t.unfold(*a),
+        _unfold_np,
     ),
     ViewOp(
         "x.unfold({0}, {1}, {2})",
         _has_sized,
-        _unfold_args,
+        _declared("unfold", without=("step: adjacent windows", "step: gaps between windows")),
         lambda t, a: t.unfold(*a),
         _unfold_np,
+        overlapping=True,
     ),
     ViewOp(
         "x.as_strided(({0},), ({1},), x.storage_offset() + {2})",
@@ -206,14 +174,14 @@ SURFACE_VIEW_OPS: tuple[ViewOp, ...] = (
     ViewOp(
         "x.mT",
         lambda s, c: len(s) >= 2,
-        lambda s: st.just(()),
+        _declared("mT"),
         lambda t, a: t.mT,
         lambda x, a: np.swapaxes(x, -1, -2),
     ),
     ViewOp(
         "x.T",
         lambda s, c: len(s) == 2,
-        lambda s: st.just(()),
+        _declared("T"),
         lambda t, a: t.T,
         lambda x, a: x.T,
     ),
@@ -228,23 +196,23 @@ SURFACE_VIEW_OPS: tuple[ViewOp, ...] = (
     ViewOp(
         "x.unbind({0})[{1}]",
         _has_sized,
-        lambda s: _sized_dim(s).flatmap(lambda d: st.tuples(st.just(d), st.integers(0, s[d] - 1))),
+        _declared("unbind_k"),
         lambda t, a: t.unbind(a[0])[a[1]],
-        lambda x, a: x[(slice(None),) * a[0] + (a[1],)],
+        lambda x, a: x[_along(a[0], x.ndim, a[1])],
         multi_output=True,
     ),
     ViewOp(
         "x.split({0}, {1})[{2}]",
         _has_sized,
-        _one_of_pieces("split", 1, lambda n: n),
+        _declared("split_k"),
         lambda t, a: t.split(a[0], a[1])[a[2]],
-        lambda x, a: _piece(x, a[1], _pieces(x.shape[a[1]], "split", a[0]), a[2]),
+        _split_piece("split"),
         multi_output=True,
     ),
     ViewOp(
         "x.split_with_sizes({0}, {1})[{2}]",
         _has_sized,
-        _split_with_sizes_args,
+        _declared("split_with_sizes_k"),
         lambda t, a: t.split_with_sizes(a[0], a[1])[a[2]],
         lambda x, a: _piece(x, a[1], a[0], a[2]),
         multi_output=True,
@@ -252,31 +220,31 @@ SURFACE_VIEW_OPS: tuple[ViewOp, ...] = (
     ViewOp(
         "x.chunk({0}, {1})[{2}]",
         _has_sized,
-        _one_of_pieces("chunk", 1, lambda n: n + 1),
+        _declared("chunk_k"),
         lambda t, a: t.chunk(a[0], a[1])[a[2]],
-        lambda x, a: _piece(x, a[1], _pieces(x.shape[a[1]], "chunk", a[0]), a[2]),
+        _split_piece("chunk"),
         multi_output=True,
     ),
     ViewOp(
         "x.tensor_split({0}, {1})[{2}]",
         _has_sized,
-        _one_of_pieces("tensor_split", 1, lambda n: n + 1),
+        _declared("tensor_split_k"),
         lambda t, a: t.tensor_split(a[0], a[1])[a[2]],
-        lambda x, a: _piece(x, a[1], _pieces(x.shape[a[1]], "tensor_split", a[0]), a[2]),
+        _split_piece("tensor_split"),
     ),
     ViewOp(
-        "x.hsplit(1)[0]",
+        "x.hsplit({0})[{1}]",
         lambda s, c: len(s) >= 1,
-        lambda s: st.just(()),
-        lambda t, a: t.hsplit(1)[0],
-        lambda x, a: x[...],
+        _declared("hsplit_k"),
+        lambda t, a: t.hsplit(a[0])[a[1]],
+        lambda x, a: np.hsplit(x, a[0])[a[1]],
     ),
     ViewOp(
-        "x.vsplit(1)[0]",
+        "x.vsplit({0})[{1}]",
         lambda s, c: len(s) >= 2,
-        lambda s: st.just(()),
-        lambda t, a: t.vsplit(1)[0],
-        lambda x, a: x[...],
+        _declared("vsplit_k"),
+        lambda t, a: t.vsplit(a[0])[a[1]],
+        lambda x, a: np.vsplit(x, a[0])[a[1]],
     ),
 )
 
@@ -285,37 +253,37 @@ VIEW_OPS: tuple[ViewOp, ...] = (
     ViewOp(
         "x.transpose({0}, {1})",
         lambda s, c: len(s) >= 1,
-        lambda s: st.tuples(_dims(s), _dims(s)),
+        _declared("transpose"),
         lambda t, a: t.transpose(*a),
         lambda x, a: np.swapaxes(x, *a),
     ),
     ViewOp(
         "x.t()",
         lambda s, c: len(s) <= 2,
-        lambda s: st.just(()),
+        _declared("t"),
         lambda t, a: t.t(),
         lambda x, a: x.T,
     ),
     ViewOp(
         "x.permute{0}",
         lambda s, c: len(s) >= 1,
-        lambda s: st.permutations(range(len(s))).map(lambda p: (tuple(p),)),
+        _declared("permute"),
         lambda t, a: t.permute(*a[0]),
         lambda x, a: np.transpose(x, a[0]),
     ),
     ViewOp(
         "x.select({0}, {1})",
         lambda s, c: len(s) >= 1 and any(n > 0 for n in s),
-        _select_args,
+        _declared("select"),
         lambda t, a: t.select(*a),
-        lambda x, a: x[(slice(None),) * a[0] + (a[1],)],
+        lambda x, a: x[_along(a[0], x.ndim, a[1])],
     ),
     ViewOp(
         "x.narrow({0}, {1}, {2})",
         lambda s, c: len(s) >= 1,
-        _narrow_args,
+        _declared("narrow"),
         lambda t, a: t.narrow(*a),
-        lambda x, a: x[(slice(None),) * a[0] + (slice(a[1], a[1] + a[2]),)],
+        lambda x, a: x[_along(a[0], x.ndim, slice(a[1], a[1] + a[2]))],
     ),
     ViewOp(
         "x[(slice(None),) * {0} + (slice({1}, None, {2}),)]",
@@ -327,21 +295,21 @@ VIEW_OPS: tuple[ViewOp, ...] = (
     ViewOp(
         "x.unsqueeze({0})",
         _any,
-        lambda s: st.tuples(st.integers(0, len(s))),
+        _declared("unsqueeze"),
         lambda t, a: t.unsqueeze(*a),
         lambda x, a: np.expand_dims(x, a[0]),
     ),
     ViewOp(
         "x.squeeze({0})",
         lambda s, c: len(s) >= 1,
-        lambda s: st.tuples(_dims(s)),
+        _declared("squeeze"),
         lambda t, a: t.squeeze(*a),
         lambda x, a: _squeeze_np(x, a[0]),
     ),
     ViewOp(
         "x.diagonal({0}, {1}, {2})",
         lambda s, c: len(s) >= 2,
-        lambda s: st.tuples(st.integers(-2, 2), st.just(0), st.just(1)),
+        _declared("diagonal"),
         lambda t, a: t.diagonal(*a),
         lambda x, a: np.diagonal(x, *a),
     ),
@@ -355,9 +323,31 @@ VIEW_OPS: tuple[ViewOp, ...] = (
     ViewOp(
         "x.view({0})",
         lambda s, c: c,
-        lambda s: st.just((s + (1,),)),
+        _declared("view"),
         lambda t, a: t.view(a[0]),
         lambda x, a: x.reshape(a[0]),
+    ),
+    ViewOp(  # of a contiguous tensor, a view
+        "x.reshape({0})",
+        lambda s, c: c,
+        _declared("reshape"),
+        lambda t, a: t.reshape(a[0]),
+        lambda x, a: x.reshape(a[0]),
+    ),
+    ViewOp(
+        "x[{0}]",
+        _any,
+        _declared("getitem"),
+        lambda t, a: t[a[0]],
+        lambda x, a: x[a[0]],
+    ),
+    ViewOp(  # its size-1 dims grown, or a dim in front: most read an element more than once
+        "x.expand({0})",
+        _any,
+        _declared("expand"),
+        lambda t, a: t.expand(a[0]),
+        lambda x, a: np.broadcast_to(x, a[0]),
+        overlapping=True,
     ),
     ViewOp("x[None]", _any, lambda s: st.just(()), lambda t, a: t[None], lambda x, a: x[None]),
     ViewOp("x[...]", _any, lambda s: st.just(()), lambda t, a: t[...], lambda x, a: x[...]),

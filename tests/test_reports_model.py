@@ -34,6 +34,7 @@ TOP_LEVEL = {
     "tests",
     "operators",
     "unfinished",
+    "arguments",
 }
 PER_INVARIANT = {
     "id",

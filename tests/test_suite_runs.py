@@ -3,17 +3,25 @@ status 4 for every usage error, a header that says what ran."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from conformance import cli
+from conformance import argument_coverage, cli
+from oracle import OPS
 from tests.conftest import run_suite
 
 
 @pytest.mark.slow
-def test_clean_torch_passes_ci_profile():
-    run = run_suite("--profile", "ci", "-q")
+def test_clean_torch_passes_ci_profile(tmp_path):
+    run = run_suite("--profile", "ci", "-q", "--report-dir", str(tmp_path), report=True)
     assert run.returncode == 0, run.stdout[-4000:]
     assert "violated" not in run.stdout.split("invariants:")[-1]
+    # every class of every argument space the op registry declares is drawn
+    # (issue 33): a region no test draws is a region nothing checks
+    arguments = json.loads((tmp_path / "report.json").read_text())["arguments"]
+    assert set(arguments) == {name for name, spec in OPS.items() if spec.args is not None}
+    assert argument_coverage.never_drawn(arguments) == []
 
 
 @pytest.mark.parametrize(

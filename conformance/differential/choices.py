@@ -16,6 +16,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from strategies.argspace import ArgSpace, Operand, RandomPick
 from strategies.dtypes import DTYPES
 
 Choice = Callable[[Random], Any]
@@ -79,6 +80,7 @@ def scalars(dtype: str, nonzero: bool) -> Choice:
     return value
 
 
-@cache
-def _permutations(rank: int) -> Choice:
-    return lambda rng: tuple(rng.sample(range(rank), rank))
+def arguments(space: ArgSpace, operand: Operand) -> Choice:
+    """An op's arguments drawn from its argument space, as the property tests
+    draw them (strategies.argspace), with the step's Random as the primitives."""
+    return lambda rng: space.draw(RandomPick(rng), operand)

@@ -15,18 +15,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from conformance import build
-from conformance.differential.choices import (
-    BOOLS,
-    SEEDS,
-    _permutations,
-    ints,
-    one_of,
-    scalars,
-)
+from conformance.differential.choices import BOOLS, SEEDS, ints, one_of, scalars
 from conformance.differential.index_params import INDEX_WRITES, index_params, source_shape
 from conformance.differential.lockstep import retired_by
 from conformance.differential.modes import oracle_mode
-from conformance.differential.view_params import CHOSEN, view_params
+from conformance.differential.view_params import view_params
 from oracle import OPS, Engine, OracleError, OTensor
 from oracle.gradapi import GRADAPI_OPS
 from strategies.dtypes import DTYPES, seeded_values
@@ -35,10 +28,8 @@ from strategies.programs import (
     Step,
     basic_index,
     broadcastable_to,
-    expand_shape,
     indexed_shape,
     leaf_shape,
-    view_shape,
 )
 
 ALIASES = ("clone", "detach", "data", "detach_", "set_data", "zeros_like")
@@ -188,16 +179,10 @@ def _scalar(draw, op: str, name: str, t: OTensor):
 def _params(draw, op: str, t: OTensor) -> tuple | None:
     """Parameters for `op` on `t`, or None if it has none that fit."""
     spec, shape, rank = OPS[op], t.shape, len(t.shape)
-    if op in CHOSEN:  # view ops whose arguments depend on each other, or on the rank
+    if spec.args is not None:  # a row with its argument space (the view family)
         return view_params(draw, op, t)
     if op in INDEX_WRITES:
         return index_params(draw, op, t)
-    if op == "select":
-        live = [d for d in range(rank) if shape[d] > 0]
-        if not live:
-            return None
-        d = draw(one_of(tuple(live)))
-        return (d, draw(ints(-shape[d], shape[d] - 1)))
     if op == "clamp_":
         lo, hi = sorted([_scalar(draw, op, "min", t), _scalar(draw, op, "max", t)])
         return (lo, hi)
@@ -206,22 +191,15 @@ def _params(draw, op: str, t: OTensor) -> tuple | None:
         if kind == "index":
             params.append(draw(basic_index, shape))
         elif kind == "dim":
-            top = rank if op == "unsqueeze" else rank - 1
-            if top < 0:
+            if rank == 0:
                 return None
-            params.append(draw(ints(0, top)))
-        elif kind == "shape":
-            params.append(draw(expand_shape if op == "expand" else view_shape, shape))
-        elif kind == "dims":
-            params.append(draw(_permutations(rank)))
+            params.append(draw(ints(0, rank - 1)))
         elif kind == "scalar":
             params.append(_scalar(draw, op, name, t))
         elif kind == "bool":
             params.append(draw(BOOLS))
         else:
             return None
-    if op == "t" and rank > 2:
-        return None
     return tuple(params)
 
 

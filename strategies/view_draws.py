@@ -1,0 +1,267 @@
+"""How the view ops' arguments are drawn (their spaces: strategies.view_args):
+one procedure per op over a Pick (strategies.argspace), returning the
+arguments, or None where none fit the operand. Each primitive, in its order,
+is one of the differential's draws: a change here changes the programs a
+seed draws (tools/fingerprint.py).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+from .argspace import Choose, Operand, Pick
+
+Shape = tuple[int, ...]
+
+
+# ---- primitives shared by the procedures ----------------------------------------
+def _dim(pick: Pick, shape: Shape, sized: bool = False) -> int | None:
+    """A dim of shape (one of size > 0 if `sized`); one in four counted from the end."""
+    dims = tuple(d for d, n in enumerate(shape) if n > 0 or not sized)
+    if not dims:
+        return None
+    return _from_end(pick, pick.one_of(dims), len(shape))
+
+
+def _output(pick: Pick, count: int) -> int:
+    """An output index of `count` outputs; one in four counted from the end."""
+    k = pick.ints(0, count - 1)
+    return k - count if pick.ints(0, 3) == 0 else k
+
+
+def pieces(n: int, how: str, arg: int) -> list[int]:
+    """The sizes of the pieces x.split(arg) / chunk(arg) / tensor_split(arg)
+    cuts a dim of size n > 0 into (tensor_split: n >= 0); as oracle.view_ops."""
+    if how == "split":
+        return [min(arg, n - i) for i in range(0, n, arg)]
+    if how == "chunk":
+        return pieces(n, "split", -(-n // arg))
+    return [n // arg + (i < n % arg) for i in range(arg)]  # tensor_split
+
+
+def _divisors(n: int) -> tuple[int, ...]:
+    return tuple(k for k in range(1, n + 1) if n % k == 0)
+
+
+# ---- the first ten (getitem ... squeeze) ------------------------------------------
+def _one_index(pick: Pick, n: int) -> int | slice:
+    kind = pick.ints(0, 2 if n > 0 else 1)
+    if kind == 0:
+        return slice(None)
+    if kind == 1:
+        start, stop, step = pick.ints(0, n), pick.ints(0, n), pick.ints(1, 3)
+        return slice(*(v if pick.chance(0.7) else None for v in (start, stop, step)))
+    return pick.ints(0, n - 1)
+
+
+def basic_index(pick: Pick, shape: Shape) -> tuple:
+    """A basic indexing tuple: ints and slices with a positive step."""
+    if not shape:
+        return ()
+    return tuple(_one_index(pick, n) for n in shape[: pick.ints(1, len(shape))])
+
+
+@cache
+def _view_candidates(shape: Shape) -> tuple[Shape, ...]:
+    n = math.prod(shape)
+    candidates = {(n,), shape + (1,), (1,) + shape}
+    if len(shape) >= 2:
+        candidates.add(shape[:-2] + (shape[-2] * shape[-1],))
+        candidates.add((shape[0] * shape[1],) + shape[2:])
+    for d, size in enumerate(shape):
+        for f in (2, 3):
+            if size % f == 0 and size > f:
+                candidates.add(shape[:d] + (f, size // f) + shape[d + 1 :])
+    if n == 0:
+        candidates.add((0,))
+    return tuple(sorted(candidates))
+
+
+def view_shape(pick: Pick, shape: Shape) -> Shape:
+    """A shape with the same number of elements: flattened, split, merged, with 1s."""
+    return pick.one_of(_view_candidates(shape))
+
+
+def expand_shape(pick: Pick, shape: Shape) -> Shape:
+    """A shape `shape` expands to: size-1 dims grown, maybe a new leading dim."""
+    lead = (pick.ints(1, 2),) if pick.chance(0.5) else ()
+    return lead + tuple(pick.ints(1, 3) if n == 1 else n for n in shape)
+
+
+def permutation(pick: Pick, rank: int) -> tuple[int, ...]:
+    """A permutation of range(rank), drawn as random.Random.sample draws one."""
+    pool, out = list(range(rank)), []
+    for i in range(rank):
+        j = pick.ints(0, rank - i - 1)
+        out.append(pool[j])
+        pool[j] = pool[rank - i - 1]
+    return tuple(out)
+
+
+def getitem(pick: Pick, x: Operand) -> tuple:
+    return (basic_index(pick, x.shape),)
+
+
+def select(pick: Pick, x: Operand) -> tuple | None:
+    d = _dim(pick, x.shape, sized=True)
+    return None if d is None else (d, pick.ints(-x.shape[d], x.shape[d] - 1))
+
+
+def new_shape(pick: Pick, x: Operand) -> tuple:
+    return (view_shape(pick, x.shape),)
+
+
+def dims(count: int, extra: int = 0) -> Choose:
+    """`count` dims in 0..rank - 1 + extra (unsqueeze: one past the last),
+    each one in four counted from the end."""
+
+    def choose(pick: Pick, x: Operand) -> tuple | None:
+        n = len(x.shape) + extra
+        if n == 0:
+            return None
+        return tuple(_from_end(pick, pick.ints(0, n - 1), n) for _ in range(count))
+
+    return choose
+
+
+def _from_end(pick: Pick, d: int, n: int) -> int:
+    """Dim d of n, one in four as counted from the end (d - n)."""
+    return d - n if pick.ints(0, 3) == 0 else d
+
+
+def t(pick: Pick, x: Operand) -> tuple | None:
+    return () if len(x.shape) <= 2 else None
+
+
+def permute(pick: Pick, x: Operand) -> tuple:
+    return (permutation(pick, len(x.shape)),)
+
+
+def expand(pick: Pick, x: Operand) -> tuple:
+    return (expand_shape(pick, x.shape),)
+
+
+# ---- the rest of tensor_view.rst --------------------------------------------------
+def narrow(pick: Pick, x: Operand) -> tuple | None:
+    d = _dim(pick, x.shape)
+    if d is None:
+        return None
+    n = x.shape[d]
+    start = pick.ints(0, n)
+    return (d, start, pick.ints(0, n - start))
+
+
+def diagonal(pick: Pick, x: Operand) -> tuple | None:
+    r = len(x.shape)
+    if r < 2:
+        return None
+    d1, d2 = pick.one_of(tuple((a, b) for a in range(r) for b in range(r)))
+    if d1 == d2:
+        d2 = (d1 + 1) % r
+    return (pick.ints(-2, 2), d1, d2)
+
+
+def two_dims(pick: Pick, x: Operand) -> tuple | None:
+    if not x.shape:
+        return None
+    return (_dim(pick, x.shape), _dim(pick, x.shape))
+
+
+def unflatten(pick: Pick, x: Operand) -> tuple | None:
+    d = _dim(pick, x.shape)
+    if d is None or x.shape[d] == 0:
+        return None
+    n = x.shape[d]
+    a = pick.one_of(_divisors(n))
+    sizes = (a, n // a)
+    return (d, (-1, sizes[1]) if pick.ints(0, 3) == 0 else sizes)
+
+
+def unfold(pick: Pick, x: Operand) -> tuple | None:
+    d = _dim(pick, x.shape, sized=True)
+    if d is None:
+        return None
+    return (d, pick.ints(1, x.shape[d]), pick.ints(1, 3))
+
+
+def as_strided(pick: Pick, x: Operand) -> tuple | None:
+    """A window inside the tensor's own elements (which must be laid out
+    contiguously), so that its gradient lands on them."""
+    n = math.prod(x.shape)
+    if not x.contiguous or n == 0:
+        return None
+    size = tuple(pick.ints(1, 3) for _ in range(pick.ints(1, 2)))
+    stride = tuple(pick.ints(0, 2) for _ in size)
+    reach = sum((a - 1) * s for a, s in zip(size, stride, strict=True))
+    if reach >= n:
+        return None
+    return (size, stride, x.offset + pick.ints(0, n - 1 - reach))
+
+
+def rank(low: int, high: int | None = None) -> Choose:
+    """No arguments, for operands of rank low..high (no upper bound if None)."""
+
+    def choose(pick: Pick, x: Operand) -> tuple | None:
+        fits = low <= len(x.shape) and (high is None or len(x.shape) <= high)
+        return () if fits else None
+
+    return choose
+
+
+def unbind(pick: Pick, x: Operand) -> tuple | None:
+    d = _dim(pick, x.shape, sized=True)
+    return None if d is None else (d, _output(pick, x.shape[d]))
+
+
+def split(pick: Pick, x: Operand) -> tuple | None:
+    d = _dim(pick, x.shape, sized=True)
+    if d is None:
+        return None
+    size = pick.ints(1, x.shape[d])
+    return (size, d, _output(pick, len(pieces(x.shape[d], "split", size))))
+
+
+def split_with_sizes(pick: Pick, x: Operand) -> tuple | None:
+    d = _dim(pick, x.shape, sized=True)
+    if d is None:
+        return None
+    n, sizes = x.shape[d], []
+    while sum(sizes) < n and len(sizes) < 3:
+        sizes.append(pick.ints(0, n - sum(sizes)))
+    sizes[-1] += n - sum(sizes)
+    return (sizes, d, _output(pick, len(sizes)))
+
+
+def chunk(pick: Pick, x: Operand) -> tuple | None:
+    d = _dim(pick, x.shape, sized=True)
+    if d is None:
+        return None
+    chunks = pick.ints(1, x.shape[d] + 1)
+    return (chunks, d, _output(pick, len(pieces(x.shape[d], "chunk", chunks))))
+
+
+def tensor_split(pick: Pick, x: Operand) -> tuple | None:
+    d = _dim(pick, x.shape)
+    if d is None:
+        return None
+    sections = pick.ints(1, 4)
+    return (sections, d, _output(pick, sections))
+
+
+def _even(pick: Pick, n: int) -> int:
+    return pick.one_of(_divisors(n)) if n else 1
+
+
+def hsplit(pick: Pick, x: Operand) -> tuple | None:
+    if not x.shape:
+        return None
+    sections = _even(pick, x.shape[1 if len(x.shape) > 1 else 0])
+    return (sections, _output(pick, sections))
+
+
+def vsplit(pick: Pick, x: Operand) -> tuple | None:
+    if len(x.shape) < 2:
+        return None
+    sections = _even(pick, x.shape[0])
+    return (sections, _output(pick, sections))
