@@ -188,3 +188,34 @@ def _(torch):
         return tuple(None if g is None else g.detach() for g in got)
 
     wrap(torch.autograd, "grad", grad)
+
+
+@plant(
+    "grad_accumulates_out_of_place",
+    "grad.accumulates_in_place",
+    "backward adds into a copy of .grad, which then replaces it: a reference taken earlier "
+    "keeps the old values",
+)
+def _(torch):
+    def backward(orig, self, *a, **k):
+        for leaf in leaves(self):
+            if leaf.grad is not None:
+                leaf.grad = leaf.grad.clone()  # what AccumulateGrad then adds into
+        return orig(self, *a, **k)
+
+    methods("backward", backward)
+
+
+@plant(
+    "set_data_replaces_grad",
+    "grad.accumulates_in_place",
+    "x.data = y puts a copy of x.grad in its place (same values, another tensor)",
+)
+def _(torch):
+    def put(write, self, value):
+        write(self, value)
+        g = self.grad
+        if g is not None and g.dtype == self.dtype and g.device == self.device:
+            self.grad = g.clone()
+
+    wrap_property("data", put=put)
