@@ -190,6 +190,41 @@ def _(torch):
     wrap(torch.autograd, "grad", grad)
 
 
+def _through_a_view_write(outputs) -> bool:
+    """Whether the graph behind `outputs` holds a write into a view (CopySlices)."""
+    outputs = (outputs,) if hasattr(outputs, "grad_fn") else tuple(outputs)
+    return any(
+        type(node).__name__ == "CopySlices"
+        for t in outputs
+        if t is not None
+        for node in walk(t.grad_fn)
+    )
+
+
+@plant(
+    "create_graph_detached@view_writes",
+    "grad.create_graph",
+    "create_graph=True through a write into a view (CopySlices) builds no graph: "
+    "torch.autograd.grad's gradients and the leaves' .grad after backward come back detached",
+)
+def _(torch):
+    def grad(orig, outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, **k):
+        got = orig(outputs, inputs, grad_outputs, retain_graph, create_graph, **k)
+        if not (create_graph and _through_a_view_write(outputs)):
+            return got
+        return tuple(None if g is None else g.detach() for g in got)
+
+    def backward(orig, self, gradient=None, retain_graph=None, create_graph=False, *a, **k):
+        reached = leaves(self) if create_graph and _through_a_view_write(self) else []
+        orig(self, gradient, retain_graph, create_graph, *a, **k)
+        for leaf in reached:
+            if leaf.grad is not None:
+                leaf.grad = leaf.grad.detach()
+
+    wrap(torch.autograd, "grad", grad)
+    methods("backward", backward)
+
+
 @plant(
     "grad_accumulates_out_of_place",
     "grad.accumulates_in_place",
