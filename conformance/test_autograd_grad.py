@@ -6,6 +6,7 @@ on gets None (with allow_unused)."""
 from __future__ import annotations
 
 import warnings
+from functools import cache
 
 import numpy as np
 import torch
@@ -140,6 +141,7 @@ _VIEW_WRITES = {
 }
 
 
+@cache  # one strategy per shape (Hypothesis validates each new one on its first draw)
 @st.composite
 def _view_index(draw: st.DrawFn, shape: tuple[int, ...]) -> tuple:
     """A basic index whose result is a view with at least one element: y[...],
