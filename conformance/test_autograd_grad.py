@@ -5,15 +5,27 @@ on gets None (with allow_unused)."""
 
 from __future__ import annotations
 
+import warnings
+from functools import cache
+
+import numpy as np
 import torch
+from hypothesis import assume
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from conformance.check import attributed_to, expect, expect_raises, expect_values
 from conformance.harness import rule_test
 from oracle.dtypes import round_to
-from strategies.dtypes import DTYPES, elements
+from strategies.dtypes import DTYPES, arrays, elements, small_elements
 from strategies.tensors import GRAD_ROLES
+
+
+def _tensor(values: np.ndarray, like) -> torch.Tensor:
+    """values as a tensor of like's dtype and device (like: a TensorCase or a tensor)."""
+    t = getattr(like, "tensor", like)
+    return torch.tensor(values, dtype=t.dtype, device=t.device)
+
 
 _CHAINS = (  # y from x, and dy/dx as a factor of the incoming gradient
     ("x * {0}", lambda x, s: x * s, lambda s: s),
@@ -108,3 +120,129 @@ def test_assigning_grad_checks_shape_and_dtype(ex):
         x.tensor.backward(torch.tensor(extra, dtype=x.tensor.dtype, device=ex.device))
     want = round_to(g + round_to(x.grad_for_root(extra), x.dtype), x.dtype)
     expect_values("grad.assign_checks", leaf.grad, want, "the assigned .grad plus backward's")
+
+
+# y = x * 1 (or x.clone()); a write into the view y[idx], as h on its elements
+# (h, h', h'' on numpy values): the write's CopySlices is what create_graph
+# must build a graph through. mul_ by x's own elements makes y[idx] x * x
+_VIEW_WRITES = {
+    "y[idx].sin_()": (
+        lambda y, x, i: y[i].sin_(),
+        (np.sin, np.cos, lambda v: -np.sin(v)),
+    ),
+    "y[idx].mul_(x[idx])": (
+        lambda y, x, i: y[i].mul_(x[i]),
+        (lambda v: v * v, lambda v: 2 * v, lambda v: 2 + 0 * v),
+    ),
+    "y[idx].copy_(x[idx].cos())": (
+        lambda y, x, i: y[i].copy_(x[i].cos()),
+        (np.cos, lambda v: -np.sin(v), lambda v: -np.cos(v)),
+    ),
+}
+
+
+@cache  # one strategy per shape (Hypothesis validates each new one on its first draw)
+@st.composite
+def _view_index(draw: st.DrawFn, shape: tuple[int, ...]) -> tuple:
+    """A basic index whose result is a view with at least one element: y[...],
+    a slice along one dimension, or one entry of one dimension."""
+    if not shape:
+        return (Ellipsis,)
+    dim = draw(st.integers(0, len(shape) - 1))
+    size, before = shape[dim], (slice(None),) * dim
+    kind = draw(st.sampled_from(["...", "slice", "select"]))
+    if kind == "...":
+        return (Ellipsis,)
+    start = draw(st.integers(0, size - 1))
+    if kind == "select":
+        return (*before, start)
+    return (*before, slice(start, draw(st.integers(start + 1, size))))
+
+
+def _index_source(index: tuple) -> str:
+    parts = []
+    for item in index:
+        if item is Ellipsis:
+            parts.append("...")
+        elif isinstance(item, slice):
+            parts.append(":" if item == slice(None) else f"{item.start}:{item.stop}")
+        else:
+            parts.append(str(item))
+    return ", ".join(parts)
+
+
+def _write_into_a_view(ex):
+    """x (real floating, small values, at least one element), y = x * 1 or
+    x.clone(), and a drawn write into a view of y. Returns (x, y, what, h, mask):
+    y[mask] holds h(x[mask]), the rest of y is x."""
+    x = ex.tensor("x", roles=GRAD_ROLES, dtypes=ex.dtypes(("float",)), values=small_elements)
+    assume(x.tensor.numel() > 0)
+    index = ex.draw(_view_index(tuple(x.tensor.shape)), "idx")
+    name = ex.draw(st.sampled_from(sorted(_VIEW_WRITES)), "the write")
+    write, h = _VIEW_WRITES[name]
+    copy = ex.draw(st.sampled_from(["x * 1", "x.clone()"]), "y")
+    y = x.tensor * 1 if copy == "x * 1" else x.tensor.clone()
+    write(y, x.tensor, index)
+    mask = np.zeros(x.shape, dtype=bool)
+    mask[index] = True
+    return x, y, f"y = {copy}; {name.replace('idx', _index_source(index))}", h, mask
+
+
+def _first_and_second(x, h, mask) -> tuple[np.ndarray, np.ndarray]:
+    """dy/dx and d2y/dx2, elementwise, rounded as torch computes them in x's dtype."""
+    first = np.where(mask, round_to(h[1](x.values), x.dtype), 1)
+    second = np.where(mask, round_to(h[2](x.values), x.dtype), 0)
+    return first, second
+
+
+@rule_test("grad.create_graph")
+def test_create_graph_through_a_write_into_a_view(ex):
+    """torch.autograd.grad(y, x, v, create_graph=True) through the CopySlices
+    of a write into y[idx] is v * h'(x) there (v elsewhere), in a graph of its
+    own; the gradient of that against w is v * w * h''(x) there (0 elsewhere)."""
+    x, y, what, h, mask = _write_into_a_view(ex)
+    v, w = ex.gradient(x, "v"), ex.gradient(x, "w")
+    first, second = _first_and_second(x, h, mask)
+    call = f"{what}; torch.autograd.grad(y, x, v, create_graph=True)"
+    with attributed_to("grad.create_graph", call):
+        (d,) = torch.autograd.grad(y, x.tensor, _tensor(v, x), create_graph=True)
+    expect("grad.create_graph", d.requires_grad, f"{call} does not require grad")
+    expect("grad.create_graph", d.grad_fn is not None, f"{call} has no grad_fn")
+    expect_values("grad.create_graph", d, round_to(first * v, x.dtype), call)
+    with attributed_to("grad.create_graph", f"torch.autograd.grad(d, x, w) after {call}"):
+        (dd,) = torch.autograd.grad(d, x.tensor, _tensor(w, x))
+    want = round_to(second * round_to(v * w, x.dtype), x.dtype)
+    expect_values("grad.create_graph", dd, want, f"the second derivative, {what}")
+
+
+@rule_test("grad.create_graph")
+def test_backward_create_graph_accumulates_a_gradient_in_a_graph(ex):
+    """y.backward(v, create_graph=True) through a write into a view: the leaf's
+    .grad (added to what an earlier plain backward left) has a grad_fn, and
+    its gradient against w is the second derivative."""
+    x, y, what, h, mask = _write_into_a_view(ex)
+    leaf = x.root
+    v, w = ex.gradient(x, "v"), ex.draw(arrays(x.dtype, tuple(leaf.shape)), "w")
+    first, second = _first_and_second(x, h, mask)
+    before = np.zeros(tuple(leaf.shape))
+    if ex.draw(st.booleans(), "a plain backward first"):
+        earlier = ex.gradient(x, "its gradient")
+        (x.tensor * 1).backward(_tensor(earlier, x), retain_graph=True)
+        before = round_to(x.grad_for_root(earlier), x.dtype)
+    call = f"{what}; y.backward(v, create_graph=True)"
+    with attributed_to("grad.create_graph", call), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "a reference cycle between the parameter and ..."
+        y.backward(_tensor(v, x), create_graph=True)
+    g = leaf.grad
+    expect("grad.create_graph", g.requires_grad, f"x.grad after {call} does not require grad")
+    expect("grad.create_graph", g.grad_fn is not None, f"x.grad after {call} has no grad_fn")
+    added = round_to(x.grad_for_root(round_to(first * v, x.dtype)), x.dtype)
+    expect_values("grad.create_graph", g, round_to(before + added, x.dtype), f"x.grad, {call}")
+    with attributed_to("grad.create_graph", f"torch.autograd.grad(x.grad, x, w) after {call}"):
+        (dd,) = torch.autograd.grad(g, leaf, _tensor(w, leaf))
+    # w, read at each element of x (x's elements are the leaf's, through a view or * 1)
+    w_at_x = w.reshape(-1)[x.index_map.reshape(-1)].reshape(x.shape)
+    want = x.grad_for_root(round_to(second * round_to(v * w_at_x, x.dtype), x.dtype))
+    want = round_to(want, x.dtype)
+    expect_values("grad.create_graph", dd, want, f"the second derivative, {what}")
+    leaf.grad = None  # (breaks the cycle between the leaf and its .grad's graph)

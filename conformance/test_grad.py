@@ -20,7 +20,7 @@ from conformance.check import (
 from conformance.harness import rule_test
 from conformance.saving import draw_scenario
 from oracle.dtypes import round_to
-from strategies.dtypes import DTYPES
+from strategies.dtypes import DTYPES, arrays
 from strategies.tensors import GRAD_ROLES, to_numpy
 
 
@@ -229,3 +229,56 @@ def test_backward_without_graph_raises(ex):
         y.backward if not y.is_complex() else lambda: y.backward(torch.ones_like(y)),
         f"backward of sum() of a {x.dtype} tensor that does not require grad",
     )
+
+
+# what happens to x's leaf between reads of its .grad: a backward (plain or
+# with create_graph=True) through y = x * scale, or the leaf's .data replaced
+_GRAD_EVENTS = ("backward", "backward(create_graph=True)", "leaf.data = new values")
+
+
+@rule_test("grad.accumulates_in_place")
+def test_accumulation_keeps_the_grad_tensor(ex):
+    """A reference to .grad taken before each event: a plain backward adds
+    into that very tensor (the reference sees the sum), .data = ... leaves it
+    there, and a backward with create_graph=True puts a new tensor in its place
+    and leaves the old one as it was (accumulate_grad.h)."""
+    x = ex.tensor("x", roles=GRAD_ROLES)
+    leaf = x.root
+    total = None  # .grad's values, in the compute dtype
+    events = ex.draw(st.lists(st.sampled_from(_GRAD_EVENTS), min_size=2, max_size=5), "events")
+    for number, event in enumerate(events, 1):
+        held = leaf.grad
+        kept = None if held is None else to_numpy(held).copy()
+        what = f"event {number}, {event}"
+        if event.startswith("leaf.data"):
+            fresh = ex.draw(arrays(x.dtype, tuple(leaf.shape)), f"new values {number}")
+            leaf.data = _as_tensor(fresh, leaf)
+        else:
+            scale = ex.draw(st.integers(-3, 3), f"scale {number}")
+            grad = ex.gradient(x, f"gradient {number}")
+            create_graph = event.endswith("(create_graph=True)")
+            with attributed_to("grad.accumulates_in_place", what), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # create_graph: "a reference cycle"
+                (x.tensor * scale).backward(
+                    _as_tensor(grad, x.tensor), retain_graph=True, create_graph=create_graph
+                )
+            added = round_to(x.grad_for_root(grad * scale), x.dtype)
+            total = added if total is None else round_to(total + added, x.dtype)
+        if total is None:  # no backward yet
+            expect("grad.accumulates_in_place", leaf.grad is None, f".grad after {what}")
+            continue
+        expect("grad.accumulates_in_place", leaf.grad is not None, f".grad is None after {what}")
+        expect_values("grad.accumulates_in_place", leaf.grad, total, f".grad after {what}")
+        if held is None:
+            continue
+        replaced = event == "backward(create_graph=True)"
+        expect(
+            "grad.accumulates_in_place",
+            (leaf.grad is held) is not replaced,
+            f"after {what} x.grad is {'still' if leaf.grad is held else 'no longer'} the "
+            f"tensor it was before",
+        )
+        if replaced:  # out of place: the old tensor keeps what it held
+            expect_values("grad.accumulates_in_place", held, kept, f"the old .grad after {what}")
+        else:  # in place: a reference taken before sees the sum
+            expect_values("grad.accumulates_in_place", held, total, f"the old .grad after {what}")

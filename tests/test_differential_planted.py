@@ -18,7 +18,16 @@ pytestmark = pytest.mark.slow
 
 # The differential holds torch to the reference model; the schema.* rules are
 # the schema sweep's (tests/test_schema.py catches those plants at the kernel).
-_DIFFERENTIAL_PLANTS = sorted(n for n, p in PLANTS.items() if not p.breaks.startswith("schema."))
+# Plants of a case the model does not build, each with why (the property tests
+# catch them: tests/test_planted.py):
+UNDRAWN = {
+    # oracle.gradapi.double_node models create_graph through one op of SECOND;
+    # through a write into a view (CopySlices) it is NotModelled, never drawn
+    "create_graph_detached@view_writes": "create_graph through CopySlices is not modelled",
+}
+_DIFFERENTIAL_PLANTS = sorted(
+    n for n, p in PLANTS.items() if not p.breaks.startswith("schema.") and n not in UNDRAWN
+)
 
 
 def _known_failures_for(rule: str) -> list[str]:

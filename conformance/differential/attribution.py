@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from conformance.differential import grad_argument, gradapi, write_motifs
+from conformance.differential import grad_argument, grad_identity, gradapi, write_motifs
 from conformance.differential.facts import Facts, relation_of
 from conformance.differential.function_rules import function_rule
 from conformance.differential.index_params import INDEX_WRITES
@@ -112,6 +112,8 @@ _HISTORY_KINDS = ("raise", "grad", "requires_grad", "has_grad_fn", "is_leaf")
 def attribute(run: Run, d: Discrepancy) -> str:
     f = Facts(run, d)
     kind = d.kind
+    if kind == grad_identity.KIND:  # torch's side alone: nothing else explains it
+        return grad_identity.RULE
     if f.step.mode in GRAD_MODE_RULES and _mode_at_fault(f):  # grad modes (modes.py)
         return GRAD_MODE_RULES[f.step.mode]
     if kind == "raise" and d.expected == "INFERENCE_VIEW_INPLACE":  # (before the history)

@@ -220,6 +220,8 @@ def _checks(kind: str, tensors: tuple[int, ...], expected, tolerance) -> list[st
             f"assert {t[0]}.grad is not None and close({t[0]}.grad, {_values(expected)}, "
             f"{rtol}, {atol}), {t[0]}.grad"
         ]
+    if kind == "grad_identity":
+        return [f"assert {t[0]}.grad is grad_before, 'another tensor is {t[0]}.grad'"]
     if kind == "grad_meta":
         shape, dtype, device = expected
         return [
@@ -263,6 +265,8 @@ def repro_script(
                 )
             if discrepancy.kind == "storage_moved":
                 lines.append(f"storage_before = t{discrepancy.tensors[0]}.untyped_storage()._cdata")
+            if discrepancy.kind == "grad_identity":
+                lines.append(f"grad_before = t{discrepancy.tensors[0]}.grad")
             if discrepancy.kind == "identity":
                 code = f"result = {_code(step, names, None)}  # {_says(step, names)}"
                 if step.mode:

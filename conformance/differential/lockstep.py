@@ -4,7 +4,8 @@ After every step, for every tensor in the pool: values (within the dtype's
 tolerance), shape, dtype, device, strides where torch documents them,
 requires_grad, is_leaf, grad_fn, .grad, the version counter (equal, or
 increased where torch may bump more than once) and the storage identity;
-for every pair, whether they share storage. A step raises in torch if and
+for every pair, whether they share storage; for every leaf, that its .grad
+is the tensor it was unless the step assigned it (grad_identity). A step raises in torch if and
 only if the oracle predicts an error of the same class.
 """
 
@@ -16,7 +17,7 @@ import torch
 
 from conformance import build, watch
 from conformance.check import dense
-from conformance.differential import grad_argument, write_checks
+from conformance.differential import grad_argument, grad_identity, write_checks
 from conformance.differential.compare import compare_outcome, compare_pool
 from conformance.differential.modes import oracle_mode, torch_mode
 from conformance.differential.observe import (
@@ -145,6 +146,7 @@ def _execute(program: Program, exhaustive: bool) -> tuple[Run, Discrepancy | Non
     for number, step in enumerate(program.steps):
         base, before = _view_write_base(run, step)
         watch.note(step=number)  # a crash or hang in this step leaves its number
+        grads = grad_identity.held(run.torch_pool)  # the tensors leaves' .grad are
         with write_checks.recording(run, step):  # out=: the resize warning
             t_result, t_error = _torch_step(run, step)
         if step.op == "backward_g":
@@ -181,6 +183,8 @@ def _execute(program: Program, exhaustive: bool) -> tuple[Run, Discrepancy | Non
         scope = None if exhaustive else _scope(run, step)
         partial = scope is not None
         found = compare_pool(run, number, step, bool(undefined), scope)
+        if found is None and t_error is None:  # (after the values: a wrong .grad says more)
+            found = grad_identity.replaced(run, number, step, grads)
         run.steps_checked += 1
         if found is not None:
             return run, found

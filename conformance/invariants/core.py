@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from .invariant import Invariant
 from .sources import (
+    ACCUMULATE_GRAD,
+    ACCUMULATE_SENTENCE,
     ACCUMULATES,
     AUTOGRAD_NOTES,
     BACKWARD_DOC,
@@ -207,6 +209,17 @@ RULES: tuple[Invariant, ...] = (
         "Each backward call adds its gradient to a leaf's existing .grad.",
         GRAD_SENTENCE,
         GRAD_DOC,
+    ),
+    Invariant(
+        "grad.accumulates_in_place",
+        "A leaf's .grad stays the same tensor until it is assigned: backward adds into it in "
+        "place (a reference taken earlier sees the sum), and x.data = y keeps it; only "
+        "backward with create_graph=True puts a new tensor there, out of place, leaving the "
+        "old one as it was.",
+        ACCUMULATE_SENTENCE
+        + " / `var.set_data(new_data)` shallow-copies all non-autograd TensorImpl fields from "
+        "`new_data` to `var`.",
+        ACCUMULATE_GRAD + "; torch/csrc/autograd/variable.cpp (VariableHooks::set_data)",
     ),
     Invariant(
         "grad.gradient_argument_kept",

@@ -36,6 +36,13 @@ GRAD_SENTENCE = (
     "backward() computes gradients for self. The attribute will then contain the gradients "
     "computed and future calls to backward() will accumulate (add) gradients into it."
 )
+ACCUMULATE_GRAD = "torch/csrc/autograd/functions/accumulate_grad.h ([ Gradient Layout Contract ])"
+ACCUMULATE_SENTENCE = (
+    "If we aren't setting up for double backward (!GradMode::is_enabled()), AccumulateGrad "
+    'performs "variable_grad += new_grad" in-place, which keeps variable_grad\'s layout. [...] '
+    "If we are setting up for double backward, AccumulateGrad updates the grad out-of-place "
+    'via "variable_grad + new_grad."'
+)
 AUTOGRAD_NOTES = "docs/source/notes/autograd.md (In-place correctness checks)"
 VERSION_SENTENCE = (
     "Every tensor keeps a version counter, that is incremented every time it is marked dirty in "

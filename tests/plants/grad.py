@@ -188,3 +188,69 @@ def _(torch):
         return tuple(None if g is None else g.detach() for g in got)
 
     wrap(torch.autograd, "grad", grad)
+
+
+def _through_a_view_write(outputs) -> bool:
+    """Whether the graph behind `outputs` holds a write into a view (CopySlices)."""
+    outputs = (outputs,) if hasattr(outputs, "grad_fn") else tuple(outputs)
+    return any(
+        type(node).__name__ == "CopySlices"
+        for t in outputs
+        if t is not None
+        for node in walk(t.grad_fn)
+    )
+
+
+@plant(
+    "create_graph_detached@view_writes",
+    "grad.create_graph",
+    "create_graph=True through a write into a view (CopySlices) builds no graph: "
+    "torch.autograd.grad's gradients and the leaves' .grad after backward come back detached",
+)
+def _(torch):
+    def grad(orig, outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, **k):
+        got = orig(outputs, inputs, grad_outputs, retain_graph, create_graph, **k)
+        if not (create_graph and _through_a_view_write(outputs)):
+            return got
+        return tuple(None if g is None else g.detach() for g in got)
+
+    def backward(orig, self, gradient=None, retain_graph=None, create_graph=False, *a, **k):
+        reached = leaves(self) if create_graph and _through_a_view_write(self) else []
+        orig(self, gradient, retain_graph, create_graph, *a, **k)
+        for leaf in reached:
+            if leaf.grad is not None:
+                leaf.grad = leaf.grad.detach()
+
+    wrap(torch.autograd, "grad", grad)
+    methods("backward", backward)
+
+
+@plant(
+    "grad_accumulates_out_of_place",
+    "grad.accumulates_in_place",
+    "backward adds into a copy of .grad, which then replaces it: a reference taken earlier "
+    "keeps the old values",
+)
+def _(torch):
+    def backward(orig, self, *a, **k):
+        for leaf in leaves(self):
+            if leaf.grad is not None:
+                leaf.grad = leaf.grad.clone()  # what AccumulateGrad then adds into
+        return orig(self, *a, **k)
+
+    methods("backward", backward)
+
+
+@plant(
+    "set_data_replaces_grad",
+    "grad.accumulates_in_place",
+    "x.data = y puts a copy of x.grad in its place (same values, another tensor)",
+)
+def _(torch):
+    def put(write, self, value):
+        write(self, value)
+        g = self.grad
+        if g is not None and g.dtype == self.dtype and g.device == self.device:
+            self.grad = g.clone()
+
+    wrap_property("data", put=put)

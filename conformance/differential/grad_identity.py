@@ -1,0 +1,63 @@
+"""grad.accumulates_in_place in the differential: a leaf's .grad stays the
+same tensor over a step unless the step assigns it.
+
+The model holds .grad's values only, and the same values come out of an
+in-place and an out-of-place sum, so this is checked on torch's side alone:
+the tensor each leaf's .grad was before a step is held, and compared by
+identity after it. The differential never runs backward(create_graph=True),
+where AccumulateGrad replaces .grad (accumulate_grad.h); torch.autograd.grad
+touches no .grad.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from conformance.differential.run import Discrepancy
+
+RULE = "grad.accumulates_in_place"
+KIND = "grad_identity"
+# x.grad = g and x.grad = None assign x's .grad
+_ASSIGNS = ("set_grad", "zero_grad")
+
+
+def held(pool: list[torch.Tensor]) -> dict[int, torch.Tensor]:
+    """Pool index -> the tensor that leaf's .grad is, for leaves that have one."""
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (is_leaf is read first: a non-leaf's .grad warns)
+        for i, t in enumerate(pool):
+            try:
+                if t.is_leaf and (g := t.grad) is not None:
+                    out[i] = g
+            except RuntimeError:  # (a view whose base was written under no_grad)
+                continue
+    return out
+
+
+def replaced(run, number: int, step, before: dict[int, torch.Tensor]) -> Discrepancy | None:
+    """The first leaf whose .grad the step put another tensor in, where only
+    an assignment may: x.grad = ..., or a post-accumulate-grad hook that
+    assigns it (the model's leaf has post_hooks)."""
+    if not before:
+        return None
+    after = held(run.torch_pool)
+    for i, g in before.items():
+        if step.op in _ASSIGNS and step.tensors[:1] == (i,):
+            continue
+        if getattr(run.oracle_pool[i], "post_hooks", None):
+            continue
+        now = after.get(i)
+        if now is not None and now is not g:
+            return Discrepancy(
+                number,
+                KIND,
+                (i,),
+                "the same tensor",
+                "another tensor",
+                f"t{i}.grad is another tensor after {step.op}: accumulation and this step "
+                "keep the tensor .grad was",
+            )
+    return None
