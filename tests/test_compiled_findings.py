@@ -798,3 +798,17 @@ def test_dynamic_aliased_unhashable_symint_entry():
     assert not _covered("compile.raises", {"zero_", "exp", ALIASED}, other)
     entry = _entry("compile-dynamic-aliased-unhashable-symint")
     assert entry.applies_to_build("2.4.1") and not entry.applies_to_build("2.13.0")
+
+
+def test_fn_nondiff_output_requires_grad_entry():
+    """2.4.1 only, under every backend (Dynamo's): no target."""
+    said = "t1.requires_grad is True compiled, False eager"
+    for target, column in (("aot_eager", COLUMN), ("inductor", INDUCTOR)):
+        text = _differ(target, "after the call", said, "compile.autograd_flags")
+        assert _covered_in(column, "compile.autograd_flags", {"fn_nondiff"}, text)
+    text = _differ("aot_eager", "after the call", said, "compile.autograd_flags")
+    assert not _covered("compile.autograd_flags", {"fn_view"}, text)
+    leaf = text.replace("requires_grad is True compiled, False eager", "is_leaf is True compiled")
+    assert not _covered("compile.autograd_flags", {"fn_nondiff"}, leaf)
+    entry = _entry("compile-fn-nondiff-output-requires-grad")
+    assert entry.applies_to_build("2.4.1") and not entry.applies_to_build("2.13.0")
