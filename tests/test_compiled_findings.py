@@ -631,3 +631,184 @@ def test_empty_output_beside_aliased_inputs_entry():
     text += "t2.grad is None compiled, [[-0.0, -0.0]] eager"
     assert _covered("compile.grad", {"mul_s", "narrow", "zero_", ALIASED}, text)
     assert not _covered("compile.grad", {"mul_s", "narrow", "zero_"}, text)  # no aliased inputs
+
+
+# --- ci --compile inductor: the entries for inductor hold for its column only
+# (inductor is built on aot_eager: aot_eager's entries hold for inductor, not
+# the reverse)
+
+INDUCTOR = "cpu/inductor"
+
+
+def _covered_in(column: str, invariant: str, ops: set[str], text: str) -> bool:
+    return any(e.covers(invariant, column, None, ops, text) for e in SHIPPED_ENTRIES)
+
+
+def _differ(target: str, where: str, text: str, invariant: str = "compile.raises") -> str:
+    return f"[{invariant}] eager and {target} differ {where}: {text}"
+
+
+def _entry(finding: str):
+    (entry,) = [e for e in SHIPPED_ENTRIES if e.finding == finding]
+    return entry
+
+
+def test_inductor_whole_view_output_entry():
+    after = "after the eager step 0 after the call"
+    said = "t3.requires_grad is True compiled, False eager"
+    ops = {"mul_s", "view", "requires_grad_"}
+    text = _differ("inductor", after, said, "compile.autograd_flags")
+    assert _covered_in(INDUCTOR, "compile.autograd_flags", ops, text)
+    assert not _covered_in(COLUMN, "compile.autograd_flags", ops, text)  # inductor only
+    assert not _covered_in(INDUCTOR, "compile.autograd_flags", {"mul_s", "view"}, text)
+    other = text.replace("requires_grad is True compiled, False eager", "is_leaf is True compiled")
+    assert not _covered_in(INDUCTOR, "compile.autograd_flags", ops, other)
+
+
+def test_inductor_complex_as_strided_write_entry():
+    said = "t4 holds (15+0j) compiled, (20+0j) eager"
+    text = _differ("inductor", "after the call", said, "compile.outputs")
+    ops = {"mul_", "clone", "as_strided", "sum"}
+    assert _covered_in(INDUCTOR, "compile.outputs", ops, text)
+    assert not _covered_in(COLUMN, "compile.outputs", ops, text)  # inductor only
+    assert not _covered_in(INDUCTOR, "compile.outputs", {"mul_", "clone", "narrow", "sum"}, text)
+    real = _differ(
+        "inductor", "after the call", "t4 holds 15.0 compiled, 20.0 eager", "compile.outputs"
+    )
+    assert not _covered_in(INDUCTOR, "compile.outputs", ops, real)  # complex values only
+
+
+INFERENCE = _differ(
+    "inductor",
+    "at the call",
+    "eager raised INFERENCE_INPLACE (RuntimeError: Inplace update to inference tensor outside "
+    "InferenceMode is not allowed.You can make a clone to get a normal tensor before doing "
+    "inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.); compiled "
+    "did not raise",
+)
+
+
+def test_inductor_inference_write_entry():
+    assert _covered_in(INDUCTOR, "compile.raises", {"add_s_"}, INFERENCE)
+    assert not _covered_in(COLUMN, "compile.raises", {"add_s_"}, INFERENCE)  # inductor only
+    raised = INFERENCE.replace("compiled did not raise", "compiled raised INPLACE_ON_LEAF (...)")
+    assert not _covered_in(INDUCTOR, "compile.raises", {"add_s_"}, raised)
+
+
+EMPTY_COMPLEX = _differ(
+    "inductor",
+    "at the call",
+    "eager did not raise; compiled raised DTYPE_VIEW_LAYOUT (BackendCompilerFailed: RuntimeError: "
+    "self.stride(0) must be divisible by 2 to view Double as ComplexDouble (different element "
+    "sizes), but got 3)",
+)
+
+
+def test_inductor_empty_complex_view_dtype_entry():
+    """ci seed 4: t3 = t2.div(c); t4 = t2.detach(); t4.tanh_() of an empty
+    complex128 t2 that requires grad, refused by inductor alone."""
+    ops = {"div_s", "detach", "tanh_"}
+    assert _covered_in(INDUCTOR, "compile.raises", ops, EMPTY_COMPLEX)
+    assert not _covered_in(COLUMN, "compile.raises", ops, EMPTY_COMPLEX)  # inductor only
+    assert not _covered_in(INDUCTOR, "compile.raises", {"div_s", "tanh_"}, EMPTY_COMPLEX)
+    real = EMPTY_COMPLEX.replace("to view Double as ComplexDouble", "to view Float as Double")
+    assert not _covered_in(INDUCTOR, "compile.raises", ops, real)
+    eager_raised = EMPTY_COMPLEX.replace(
+        "eager did not raise", "eager raised DTYPE_VIEW_LAYOUT (.)"
+    )
+    assert not _covered_in(INDUCTOR, "compile.raises", ops, eager_raised)
+
+
+# --- triaged after the findfix merge: a default-profile run on 2.13.0, and
+# --compile aot_eager on 2.4.1 (ci seed 0)
+
+INDEX_COPY = (
+    "eager raised INDEX_OUT_OF_RANGE (IndexError: index_copy_(): index 1 is out of "
+    "bounds for dimension 1 with size 1); compiled raised INPLACE_ON_LEAF (TorchRuntimeError: "
+    "RuntimeError when making fake tensor call: RuntimeError: a leaf Variable that requires grad "
+    "is being used in an in-place operation.)"
+)
+
+
+def test_index_copy_out_of_range_error_class_entry():
+    """An aot_eager entry: it holds for inductor too (built on aot_eager)."""
+    ops = {"index_copy_", "sin_"}
+    for target, column in (("aot_eager", COLUMN), ("inductor", INDUCTOR)):
+        text = _differ(target, "at the call", INDEX_COPY)
+        assert _covered_in(column, "compile.raises", ops, text)
+    text = _differ("aot_eager", "at the call", INDEX_COPY)
+    assert not _covered_in(COLUMN, "compile.raises", {"index_add_", "sin_"}, text)
+    other = text.replace("index_copy_(): index 1 is out of bounds", "index 1 is out of bounds")
+    assert not _covered_in(COLUMN, "compile.raises", ops, other)  # another op's index check
+    compiled_side = _raised(QUIET, "compiled raised INDEX_OUT_OF_RANGE (IndexError: ...)")
+    assert not _covered_in(COLUMN, "compile.raises", ops, compiled_side)
+
+
+def test_data_write_of_saved_input_entry():
+    """2.4.1 only: 2.13.0 and 2.14.1 compile it."""
+    text = (
+        "aot_eager: the compiled call raised BackendCompilerFailed: backend='aot_eager' raised: "
+        "RuntimeError: one of the variables needed for gradient computation has been modified "
+        "by an inplace operation: [torch.HalfTensor [3]], which is output 0 of CloneBackward0"
+    )
+    assert _covered("data.write_is_silent", set(), text)
+    assert not _covered("data.write_changes_gradient", set(), text)
+    assert not _covered("data.write_is_silent", set(), "aot_eager: backward raised: other")
+    entry = _entry("compile-data-write-of-saved-input-refused")
+    assert entry.applies_to_build("2.4.1") and not entry.applies_to_build("2.13.0")
+
+
+def test_complex_scalar_mul_conj_entry():
+    said = _backend(
+        "RuntimeError: aten::_conj() Expected a value of type 'Tensor' for argument 'self' but "
+        "instead found type 'complex'."
+    )
+    text = _raised(QUIET, said)
+    assert _covered("compile.raises", {"mul_s"}, text)
+    assert _covered_in(INDUCTOR, "compile.raises", {"getitem", "clone", "mul_s"}, text)
+    assert not _covered("compile.raises", {"add_s"}, text)
+    assert not _covered("compile.raises", {"mul_s"}, _raised(QUIET, _backend("RuntimeError: x")))
+    entry = _entry("compile-complex-scalar-mul-conj-refused")
+    assert entry.applies_to_build("2.4.1") and not entry.applies_to_build("2.13.0")
+
+
+def test_leaf_setitem_no_error_entry():
+    view_of_leaf = (
+        "raised INPLACE_ON_LEAF_VIEW (RuntimeError: a view of a leaf Variable that requires grad "
+        "is being used in an in-place operation.)"
+    )
+    text = _raised(view_of_leaf, "compiled did not raise")
+    assert _covered("compile.raises", {"setitem_s"}, text)
+    assert not _covered("compile.raises", {"fill_"}, text)
+    other = _raised(view_of_leaf, "compiled raised INPLACE_ON_LEAF (RuntimeError: a leaf)")
+    assert not _covered("compile.raises", {"setitem_s"}, other)
+    tensor_value = {"setitem"}  # t0[2, 2:2:3] = t1: the same run's next draw
+    assert _covered("compile.raises", tensor_value, text)
+    assert not _covered("compile.raises", tensor_value, other)
+    entries = [e for e in SHIPPED_ENTRIES if e.finding == "compile-leaf-setitem-no-error"]
+    assert len(entries) == 2
+    assert all(e.applies_to_build("2.4.1") and not e.applies_to_build("2.13.0") for e in entries)
+
+
+def test_dynamic_aliased_unhashable_symint_entry():
+    text = _raised(QUIET, _backend("TypeError: unhashable type: non-nested SymInt"))
+    assert _covered("compile.raises", {"zero_", "exp", ALIASED}, text)
+    assert not _covered("compile.raises", {"zero_", "exp"}, text)  # no aliased inputs
+    other = _raised(QUIET, _backend("TypeError: unhashable type: 'list'"))
+    assert not _covered("compile.raises", {"zero_", "exp", ALIASED}, other)
+    entry = _entry("compile-dynamic-aliased-unhashable-symint")
+    assert entry.applies_to_build("2.4.1") and not entry.applies_to_build("2.13.0")
+
+
+def test_fn_nondiff_output_requires_grad_entry():
+    """2.4.1 only, under every backend (Dynamo's): no target."""
+    said = "t1.requires_grad is True compiled, False eager"
+    for target, column in (("aot_eager", COLUMN), ("inductor", INDUCTOR)):
+        text = _differ(target, "after the call", said, "compile.autograd_flags")
+        assert _covered_in(column, "compile.autograd_flags", {"fn_nondiff"}, text)
+    text = _differ("aot_eager", "after the call", said, "compile.autograd_flags")
+    assert not _covered("compile.autograd_flags", {"fn_view"}, text)
+    leaf = text.replace("requires_grad is True compiled, False eager", "is_leaf is True compiled")
+    assert not _covered("compile.autograd_flags", {"fn_nondiff"}, leaf)
+    entry = _entry("compile-fn-nondiff-output-requires-grad")
+    assert entry.applies_to_build("2.4.1") and not entry.applies_to_build("2.13.0")
