@@ -62,6 +62,7 @@ OTHER_KINDS = (
     "undefined behaviour",
     "schema annotation gap",
     "documentation contradicts behaviour",
+    "limitation torch states",
 )
 KINDS = BUG_KINDS + OTHER_KINDS
 RELATIONS = ("same bug", "related", "none found")

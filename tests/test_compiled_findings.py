@@ -812,3 +812,21 @@ def test_fn_nondiff_output_requires_grad_entry():
     assert not _covered("compile.autograd_flags", {"fn_nondiff"}, leaf)
     entry = _entry("compile-fn-nondiff-output-requires-grad")
     assert entry.applies_to_build("2.4.1") and not entry.applies_to_build("2.13.0")
+
+
+def test_donated_buffers_entry():
+    """ci seeds 1, 4, 8 (aot_eager) and 3, 9 (inductor): backward(retain_graph=True)
+    after a call compiled with dynamic shapes, refused by its donated buffers."""
+    text = (
+        "[compile.raises] eager and aot_eager differ at the eager step after it, 0: eager did "
+        "not raise; compiled raised unclassified RuntimeError (RuntimeError: This backward "
+        "function was compiled with non-empty donated buffers which requires "
+        "create_graph=False and retain_graph=False. Please keep backward(create_graph=False, "
+        "retain_graph=False) or turn off donated buffer)"
+    )
+    for column in (COLUMN, "cpu/inductor"):
+        assert any(
+            e.covers("compile.raises", column, None, {"mul_s", "div"}, text)
+            for e in SHIPPED_ENTRIES
+        )
+    assert not _covered("compile.grad", {"mul_s", "div"}, text)

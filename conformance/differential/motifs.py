@@ -394,9 +394,32 @@ def _motif_saved_tensor_hooks(draw, g: Growth) -> None:
     add_backward(draw, g, z)
 
 
+def _motif_saved_detached(draw, g: Growth) -> None:
+    """b = x * 1 (a non-leaf that is no view); y = op(b) for an op that saves its
+    input or its result, or a custom Function that saves b with
+    ctx.save_for_backward; z = y * c (saves nothing); then b or y detached in
+    place; backward from z: torch refuses an op's saved input detached in place
+    and reads a saved output, or a Function's, as it is
+    (detach.inplace_saved_input_raises)."""
+    x = pick_graded(draw, g)
+    if not g.pool[x].requires_grad or tensor_kind(g.pool[x]) not in ("float", "complex"):
+        return
+    b = apply_op(draw, g, "mul_s", x, no_grad=False)
+    savers = (*fitting_ops(SAVERS_OF_ONE, g.pool[b]), "fn_scale") if b is not None else ()
+    y = apply_op(draw, g, draw(one_of(savers)), b, no_grad=False) if savers else None
+    if y is None or g.pool[y].base is not None:
+        return
+    z = apply_op(draw, g, "mul_s", y, no_grad=False)
+    if z is None:
+        return
+    g.apply(Step("detach_", (draw(one_of((b, y))),)))
+    add_backward(draw, g, z)
+
+
 SURFACE_MOTIFS += (
     _motif_custom_function,
     _motif_saved_tensor_hooks,
+    _motif_saved_detached,
 )
 SURFACE_MOTIFS += WRITE_MOTIFS  # out=, resize_, set_, _foreach_ (write_motifs.py)
 SURFACE_MOTIFS += LAZY_MOTIFS  # conj(), _neg_view(), view_as_real()... (lazy_motifs.py)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .patch import Registry, in_graph_of, methods, results, wrap_property, written_through
+from .patch import Registry, in_graph_of, methods, results, walk, wrap_property, written_through
 from .registry import plant
 
 
@@ -98,15 +98,30 @@ def _(torch):
 
 
 @plant(
-    "detach_inplace_bumps_version",
+    "detach_inplace_saved_output_refused",
     "detach.inplace_saved_input_raises",
-    "detach_() bumps the version counter, so a backward that reads a saved output "
-    "detached in place raises",
+    "backward refuses an op's saved output detached in place, as it refuses a saved input",
 )
 def _(torch):
+    refusing = []  # the nodes whose saved output was detached in place (kept alive)
+
     def detach_(orig, self):
-        out = orig(self)
-        torch.autograd.graph.increment_version(self)
-        return out
+        node = self.grad_fn
+        try:
+            saved = getattr(node, "_saved_result", None)
+        except RuntimeError:
+            saved = None
+        if isinstance(saved, torch.Tensor) and saved.data_ptr() == self.data_ptr():
+            refusing.append(node)
+        return orig(self)
+
+    def backward(orig, self, *args, **kwargs):
+        if refusing and any(n in refusing for n in walk(self.grad_fn)):
+            raise RuntimeError(
+                "Trying to use a saved tensor that has been detached in-place, i.e. with "
+                ".detach_(). (planted: an op's saved output too)"
+            )
+        return orig(self, *args, **kwargs)
 
     methods("detach_", detach_)
+    methods("backward", backward)
