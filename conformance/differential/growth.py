@@ -289,10 +289,23 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
         # the same shape: after `x.data = y` changes a leaf's shape, whether its
         # gradient still fits depends on when torch made its accumulator
 
+        # now and then a source of another dtype (an integer one into a tensor
+        # that requires grad must be refused) or one that requires grad itself
+        cross = not draw(ints(0, 2))
+        graded = not draw(ints(0, 2))
+
         def fits(u):
-            return alike(u) and not u.inference and u.shape == t.shape
+            return (
+                (alike(u) or (cross and u.device == t.device))
+                and not u.inference
+                and u.shape == t.shape
+            )
 
         make = dict(shape=t.shape, requires_grad=False, inference=False, **same)
+        if cross:
+            make["dtype"] = draw(one_of(g.dtypes))
+        if graded and DTYPES[make["dtype"]].can_require_grad:
+            make["requires_grad"] = True
     else:  # pointwise, in place or not
         divides = op.startswith("div")
         into = OPS[op].inplace
