@@ -35,15 +35,67 @@ class Leaf:
     device: str
     requires_grad: bool
     inference: bool = False  # made under torch.inference_mode()
+    layout: str = ""  # "" contiguous, or one of LEAF_LAYOUTS (see geometry)
+
+    def geometry(self) -> tuple[tuple[int, ...], int, int] | None:
+        """(strides, storage offset, storage size), in elements, of a leaf laid
+        out non-contiguously; None for a contiguous one (an empty one always is)."""
+        return layout_geometry(tuple(self.values.shape), self.layout)
+
+    def storage_values(self) -> np.ndarray:
+        """The whole storage of a non-contiguous leaf: its values where its
+        geometry puts them, zeros elsewhere."""
+        strides, offset, size = self.geometry()
+        flat = np.zeros(size, self.values.dtype)
+        item = flat.itemsize
+        np.lib.stride_tricks.as_strided(
+            flat[offset:], self.values.shape, tuple(s * item for s in strides)
+        )[...] = self.values
+        return flat
 
     def source(self) -> str:
         grad = ", requires_grad=True" if self.requires_grad else ""
         where = f"dtype=torch.{self.dtype}, device={self.device!r}{grad}"
+        if self.geometry() is not None:
+            # a leaf on a strided view's memory: detach() makes it no view
+            strides, offset, _ = self.geometry()
+            where = f"dtype=torch.{self.dtype}, device={self.device!r}"
+            made = f"torch.tensor({self.storage_values().tolist()!r}, {where})"
+            made += f".as_strided({tuple(self.values.shape)!r}, {strides!r}, {offset}).detach()"
+            return made + (".requires_grad_()" if self.requires_grad else "")
         if self.values.size == 0:
             # a nested empty list loses the shape, and reshaping after
             # requires_grad=True would make a non-leaf
             return f"torch.empty({tuple(self.values.shape)!r}, {where})"
         return f"torch.tensor({self.values.tolist()!r}, {where})"
+
+
+# Leaves laid out non-contiguously: the transpose of a contiguous layout (a
+# vector or scalar: strided), every other element, or contiguous from a
+# storage offset of 2.
+LEAF_LAYOUTS = ("transposed", "strided", "offset")
+
+
+def layout_geometry(shape: Shape, layout: str) -> tuple[tuple[int, ...], int, int] | None:
+    """(strides, storage offset, storage size) of `layout` for `shape`, or None
+    for a contiguous one."""
+    numel = math.prod(shape)
+    if not layout or numel == 0:
+        return None
+    if layout == "offset":
+        return _contiguous(shape), 2, numel + 2
+    if layout == "transposed" and len(shape) >= 2:
+        return _contiguous(shape[::-1])[::-1], 0, numel
+    strides = tuple(2 * s for s in _contiguous(shape))
+    return strides, 1, 2 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))
+
+
+def _contiguous(shape: Shape) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 @dataclass(frozen=True)

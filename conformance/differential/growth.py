@@ -24,6 +24,7 @@ from oracle import OPS, Engine, OracleError, OTensor
 from oracle.gradapi import GRADAPI_OPS
 from strategies.dtypes import DTYPES, seeded_values
 from strategies.programs import (
+    LEAF_LAYOUTS,
     Leaf,
     Step,
     basic_index,
@@ -109,7 +110,12 @@ class Growth:
             if step.op == "leaf":
                 leaf = step.leaf
                 result = self.engine.leaf(
-                    leaf.values, leaf.dtype, leaf.requires_grad, leaf.device, leaf.inference
+                    leaf.values,
+                    leaf.dtype,
+                    leaf.requires_grad,
+                    leaf.device,
+                    leaf.inference,
+                    leaf.geometry(),
                 )
             else:
                 tensors = [self.pool[i] for i in step.tensors]
@@ -152,7 +158,9 @@ def new_leaf(
     # now and then a tensor made under inference_mode (never one that requires grad)
     if inference is None:
         inference = not requires_grad and draw(ints(0, 11)) == 11
-    return Step("leaf", leaf=Leaf(values, dtype, device, requires_grad, inference))
+    # one leaf in five laid out non-contiguously: transposed, strided, offset
+    layout = draw(one_of(LEAF_LAYOUTS)) if not draw(ints(0, 4)) else ""
+    return Step("leaf", leaf=Leaf(values, dtype, device, requires_grad, inference, layout))
 
 
 def pick(draw, g: Growth, fits=lambda t: True) -> int | None:
