@@ -77,6 +77,7 @@ def minimize(
     first: Divergence,
     same: Callable[[Divergence], bool] | None = None,
     attempts_left: int = MAX_ATTEMPTS,
+    keep: Callable[[CompiledProgram], bool] | None = None,
 ) -> tuple[CompiledProgram, Divergence]:
     if first.afresh:  # no recompile's: the later call's inputs alone fail
         alone = program.alone(first.call)
@@ -92,7 +93,9 @@ def minimize(
             return False
         attempts += 1
         d = check(candidate, target)
-        if d is not None and same(d):
+        # keep: what else a smaller program must do (a planted backend's: agree on
+        # the backend it wraps, so that the repro does not end in that one's bugs)
+        if d is not None and same(d) and (keep is None or keep(candidate)):
             best, found = candidate, d
             return True
         return False
