@@ -217,6 +217,8 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             )
         elif spec.layout == "contiguous":
             strides = geo.contiguous_strides(shape)
+        elif spec.layout == "preserve":
+            strides = geo.preserve_strides(ts[0].shape, ts[0].strides)
         elif spec.name == "abs" and kind(ts[0].dtype) == "complex":  # empty_like(self)
             strides = geo.preserve_strides(ts[0].shape, ts[0].strides)
         else:

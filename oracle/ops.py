@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from strategies import op_args
 from strategies.argspace import ArgSpace
 
 from . import complex_views, gradapi, index_ops, view_geometry, view_rows, write_rows
@@ -55,7 +56,8 @@ class OpSpec:
     # what its arguments may be, each one's classes, and how they are drawn
     args: ArgSpace | None = None
     check: Callable | None = None  # shapes, params -> result shape, or raises
-    layout: str = "elementwise"  # result strides: TensorIterator's rules, or "contiguous"
+    # result strides: TensorIterator's rules, "contiguous", or "preserve" (empty_like(self))
+    layout: str = "elementwise"
     scalar_operand: bool = False  # the python scalar is a wrapped 0-d tensor operand
     overlap_check: bool = True  # in place: refuses overlapping / partially aliased writes
     by_ctx: bool = False  # a custom Function: saves with ctx.save_for_backward (nodes.Saved)
@@ -472,6 +474,26 @@ _row(
     bwd=lambda g, sv, p, n, s: [
         _expand(np.expand_dims(g, view_geometry.wrap_dim(p[0], len(s[0]))) if s[0] else g, s[0])
     ],
+)
+
+
+def _flip(x: np.ndarray, dims: tuple) -> np.ndarray:
+    """x.flip(dims): a 0-d tensor takes dim 0 or -1 and is itself."""
+    return np.flip(x, axis=tuple(dims)) if x.ndim else x.copy()
+
+
+# flip(dims): a copy, in self's layout (empty_like(self)); saves nothing
+# (derivatives.yaml: `self: grad.flip(dims)`)
+_row(
+    "flip",
+    1,
+    ("dims",),
+    "{t0}.flip({p0})",
+    "pointwise",
+    layout="preserve",
+    args=op_args.SPACES["flip"],
+    fwd=lambda xs, p, dt: _flip(xs[0], p[0]),
+    bwd=lambda g, sv, p, n, s: [_flip(g, p[0])],
 )
 _row(
     "mm",

@@ -1,0 +1,98 @@
+"""The everyday ops of issue 33 step 4 (flip, cumsum...), worked by hand:
+their values, gradients held to finite differences, what they save, their
+result's layout, and that what their argument spaces (strategies.op_args)
+draw is a call the model accepts."""
+
+from __future__ import annotations
+
+import itertools
+from random import Random
+
+import numpy as np
+import pytest
+
+from oracle import OPS, Engine
+from strategies.argspace import Operand, RandomPick
+from strategies.op_args import SPACES
+
+from .helpers import F64, numeric_grads, run
+
+SHAPES = [(), (0,), (1,), (3,), (2, 3), (3, 0), (1, 2, 2), (2, 1, 3, 2)]
+
+
+def _grads_match(program, arrays, w):
+    _, grads = run(program, arrays, grad_out=w)
+    for got, want in zip(grads, numeric_grads(program, arrays, F64, w), strict=True):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(SPACES))
+def test_drawn_arguments_are_calls_the_model_accepts(name):
+    """Only valid calls are drawn; each value falls in one of its arg's classes."""
+    space, spec = SPACES[name], OPS[name]
+    assert spec.args is space and tuple(a.name for a in space.args) == spec.params
+    assert len(set(space.declared)) == len(space.declared)
+    drawn = 0
+    for seed, shape in itertools.product(range(30), SHAPES):
+        operand = Operand(shape, True, 0)
+        args = space.choose(RandomPick(Random(seed)), operand)
+        if args is None:
+            continue
+        drawn += 1
+        eng = Engine()
+        x = eng.leaf(np.arange(float(np.prod(shape))).reshape(shape), F64)
+        out = eng.call(name, [x], args)  # raises if refused
+        assert out is not None
+        classes = space.classes_of(operand, args)
+        for arg in space.args:
+            assert any(c.startswith(f"{arg.name}: ") for c in classes), (name, args)
+    assert drawn, name
+
+
+# ---- flip -------------------------------------------------------------------------
+def test_flip_values_by_hand():
+    eng = Engine()
+    x = eng.leaf(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), F64)
+    np.testing.assert_array_equal(eng.call("flip", [x], ((0,),)).values(), [[4, 5, 6], [1, 2, 3]])
+    np.testing.assert_array_equal(eng.call("flip", [x], ((-1,),)).values(), [[3, 2, 1], [6, 5, 4]])
+    np.testing.assert_array_equal(eng.call("flip", [x], ((0, 1),)).values(), [[6, 5, 4], [3, 2, 1]])
+    np.testing.assert_array_equal(eng.call("flip", [x], ((),)).values(), x.values())
+    s = eng.leaf(np.array(7.0), F64)
+    assert eng.call("flip", [s], ((0,),)).values() == 7.0  # a 0-d tensor takes dim 0
+
+
+def test_flip_is_a_copy_in_self_layout():
+    eng = Engine()
+    x = eng.leaf(np.arange(6.0).reshape(2, 3), F64)
+    xt = eng.call("t", [x], ())  # strides (1, 3)
+    out = eng.call("flip", [xt], ((0,),))
+    assert out.strides == (1, 3) and out.storage is not x.storage
+    np.testing.assert_array_equal(out.values(), [[2, 5], [1, 4], [0, 3]])
+
+
+def test_flip_gradient_flips_back():
+    w = np.array([[1.0, 10.0, 100.0], [2.0, 20.0, 200.0]])
+    out, (g,) = run(lambda e, ls: e.call("flip", ls, ((1,),)), [np.ones((2, 3))], grad_out=w)
+    np.testing.assert_array_equal(g, [[100, 10, 1], [200, 20, 2]])
+    a = np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -4.0]])
+    _grads_match(lambda e, ls: e.call("flip", ls, ((0, -1),)), [a], w)
+
+
+def test_flip_saves_nothing():
+    """A later write to self leaves flip's backward alone (it saves only dims)."""
+    assert OPS["flip"].saves == ()
+    eng = Engine()
+    x = eng.leaf(np.array([1.0, 2.0]), F64, requires_grad=True)
+    y = eng.call("mul_s", [x], (1.0,))
+    out = eng.call("flip", [y], ((0,),))
+    eng.call("mul_s_", [y], (3.0,))
+    eng.call("backward_g", [out, eng.leaf(np.array([1.0, 2.0]), F64)], (True,))
+    np.testing.assert_array_equal(x.grad, [2.0, 1.0])
+    eng.call("backward_g", [out, eng.leaf(np.array([1.0, 2.0]), F64)], (False,))
+
+
+def test_flip_never_draws_a_repeated_dim():
+    space = SPACES["flip"]
+    for seed in range(200):
+        (dims,) = space.choose(RandomPick(Random(seed)), Operand((2, 3, 4)))
+        assert len({d % 3 for d in dims}) == len(dims)
