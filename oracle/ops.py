@@ -68,6 +68,7 @@ class OpSpec:
     # |g|, |saved| -> the magnitude of the terms a backward formula that cancels
     # sums (tanh's 1 - r * r near r = ±1): its gradient is compared to them
     grad_terms: Callable | None = None
+    int_result: bool = False  # an integer or bool self gives an int64 result (sum, cumsum)
 
     @property
     def bump(self) -> int:
@@ -77,7 +78,7 @@ class OpSpec:
 def out_dtype(spec: OpSpec, dtype: str) -> str:
     if spec.name == "abs" and dtype in REAL_OF:
         return REAL_OF[dtype]
-    return "int64" if spec.name in ("sum", "sum_dim") and kind(dtype) in ("int", "bool") else dtype
+    return "int64" if spec.int_result and kind(dtype) in ("int", "bool") else dtype
 
 
 # ---- shapes ------------------------------------------------------------------
@@ -439,6 +440,7 @@ _row(
     (),
     "{t0}.sum()",
     "pointwise",
+    int_result=True,
     check=_reduce_check,
     layout="contiguous",
     sums=True,
@@ -464,6 +466,7 @@ _row(
     ("dim",),
     "{t0}.sum({p0})",
     "pointwise",
+    int_result=True,
     check=_reduce_check,
     layout="contiguous",
     param_kinds=("dim",),
@@ -494,6 +497,34 @@ _row(
     args=op_args.SPACES["flip"],
     fwd=lambda xs, p, dt: _flip(xs[0], p[0]),
     bwd=lambda g, sv, p, n, s: [_flip(g, p[0])],
+)
+
+
+def _cumsum(x: np.ndarray, dim: int, reverse: bool = False) -> np.ndarray:
+    """x.cumsum(dim) (reverse: from the dim's end, cumsum_backward); a 0-d x is itself."""
+    if not x.ndim:
+        return x.copy()
+    d = view_geometry.wrap_dim(dim, x.ndim)
+    if reverse:
+        return np.flip(np.cumsum(np.flip(x, d), axis=d), d)
+    return np.cumsum(x, axis=d)
+
+
+# cumsum(dim): a contiguous result, int64 for an integer or bool self; saves
+# nothing (derivatives.yaml: `self: cumsum_backward(grad.to(self.scalar_type()), dim)`,
+# the gradient summed from the dim's end)
+_row(
+    "cumsum",
+    1,
+    ("dim",),
+    "{t0}.cumsum({p0})",
+    "pointwise",
+    layout="contiguous",
+    sums=True,
+    int_result=True,
+    args=op_args.SPACES["cumsum"],
+    fwd=lambda xs, p, dt: _cumsum(xs[0], p[0]),
+    bwd=lambda g, sv, p, n, s: [_cumsum(g, p[0], reverse=True)],
 )
 _row(
     "mm",

@@ -46,7 +46,18 @@ _FLIP_DIMS = Arg(
     ),
 )
 
+
+# ---- cumsum(dim) ---------------------------------------------------------------------
+def one_dim(pick: Pick, x: Operand) -> tuple:
+    """A dim of x (a 0-d tensor takes dim 0 or -1), one in four counted from the end."""
+    n = max(len(x.shape), 1)
+    return (_from_end(pick, pick.one_of(tuple(range(n))), n),)
+
+
+_DIM = Arg("dim", (FROM_START, FROM_END))
+
 _SPACES: dict[str, ArgSpace] = {
     "flip": ArgSpace((_FLIP_DIMS,), flip),
+    "cumsum": ArgSpace((_DIM,), one_dim),
 }
 SPACES: dict[str, ArgSpace] = {name: replace(s, op=name) for name, s in _SPACES.items()}

@@ -96,3 +96,62 @@ def test_flip_never_draws_a_repeated_dim():
     for seed in range(200):
         (dims,) = space.choose(RandomPick(Random(seed)), Operand((2, 3, 4)))
         assert len({d % 3 for d in dims}) == len(dims)
+
+
+# ---- cumsum -----------------------------------------------------------------------
+def test_cumsum_values_by_hand():
+    eng = Engine()
+    x = eng.leaf(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), F64)
+    np.testing.assert_array_equal(eng.call("cumsum", [x], (0,)).values(), [[1, 2, 3], [5, 7, 9]])
+    np.testing.assert_array_equal(eng.call("cumsum", [x], (-1,)).values(), [[1, 3, 6], [4, 9, 15]])
+    s = eng.leaf(np.array(7.0), F64)
+    assert eng.call("cumsum", [s], (0,)).values() == 7.0  # a 0-d tensor takes dim 0
+    e = eng.leaf(np.zeros((2, 0)), F64)
+    assert eng.call("cumsum", [e], (1,)).shape == (2, 0)
+
+
+def test_cumsum_of_integers_and_bools_is_int64():
+    eng = Engine()
+    b = eng.leaf(np.array([True, False, True]), "bool")
+    out = eng.call("cumsum", [b], (0,))
+    assert out.dtype == "int64"
+    np.testing.assert_array_equal(out.values(), [1, 1, 2])
+    i = eng.leaf(np.array([100, 100, 100], dtype=np.int8), "int8")
+    out = eng.call("cumsum", [i], (0,))
+    assert out.dtype == "int64"  # no int8 wraparound: 300 fits
+    np.testing.assert_array_equal(out.values(), [100, 200, 300])
+    assert (
+        eng.call("cumsum", [eng.leaf(np.ones(2, np.float32), "float32")], (0,)).dtype == "float32"
+    )
+
+
+def test_cumsum_is_contiguous():
+    eng = Engine()
+    x = eng.leaf(np.arange(6.0).reshape(2, 3), F64)
+    out = eng.call("cumsum", [eng.call("t", [x], ())], (0,))
+    assert out.strides == (2, 1)
+    np.testing.assert_array_equal(out.values(), [[0, 3], [1, 7], [3, 12]])
+
+
+def test_cumsum_gradient_sums_from_the_end():
+    # d/dx_j of sum_i w_i * (x_0 + ... + x_i) = w_j + ... + w_last
+    w = np.array([1.0, 10.0, 100.0])
+    _, (g,) = run(lambda e, ls: e.call("cumsum", ls, (0,)), [np.ones(3)], grad_out=w)
+    np.testing.assert_array_equal(g, [111, 110, 100])
+    a = np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -4.0]])
+    w2 = np.array([[1.0, -2.0, 3.0], [0.5, 4.0, -1.0]])
+    _grads_match(lambda e, ls: e.call("cumsum", ls, (1,)), [a], w2)
+    _grads_match(lambda e, ls: e.call("cumsum", ls, (-2,)), [a], w2)
+    c = np.array([1 + 2j, -0.5 + 1j])
+    _grads_match(lambda e, ls: e.call("cumsum", ls, (0,)), [c], np.array([1 - 1j, 2 + 0.5j]))
+
+
+def test_cumsum_saves_nothing():
+    assert OPS["cumsum"].saves == ()
+    eng = Engine()
+    x = eng.leaf(np.array([1.0, 2.0]), F64, requires_grad=True)
+    y = eng.call("mul_s", [x], (1.0,))
+    out = eng.call("cumsum", [y], (0,))
+    eng.call("mul_s_", [y], (3.0,))  # a later write to self: backward still runs
+    eng.call("backward_g", [out, eng.leaf(np.array([1.0, 2.0]), F64)], (True,))
+    np.testing.assert_array_equal(x.grad, [3.0, 2.0])
