@@ -69,6 +69,9 @@ class OpSpec:
     # sums (tanh's 1 - r * r near r = ±1): its gradient is compared to them
     grad_terms: Callable | None = None
     int_result: bool = False  # an integer or bool self gives an int64 result (sum, cumsum)
+    # clamp's family: the gradient at a bound from torch 2.14 on (0, where `bwd` gives
+    # the older 1), taken where the release is not Release.clamp_grad_at_bounds
+    strict_bwd: Callable | None = None
 
     @property
     def bump(self) -> int:
@@ -623,7 +626,25 @@ _row(
     exact_bump=False,
     fwd=lambda xs, p, dt: _clamp(xs[0], *p),
     bwd=_clamp_bwd,
+    strict_bwd=clamp_bwd_strict,
     param_kinds=("scalar", "scalar"),
+)
+# clamp_min_(min): max(self, min), nan kept; saves self (derivatives.yaml:
+# `where(self >= min, grad, 0)`, in place a private copy of the original) and
+# changed its gradient at the bound with clamp in 2.14 (docs/releases.md); one bump
+_row(
+    "clamp_min_",
+    1,
+    ("min",),
+    "{t0}.clamp_min_({p0})",
+    "inplace",
+    inplace=True,
+    dtypes=FI,
+    saves=("self",),
+    fwd=lambda xs, p, dt: _clamp(xs[0], p[0], None),
+    bwd=lambda g, sv, p, n, s: _clamp_bwd(g, sv, (p[0], None), n, s),
+    strict_bwd=lambda g, sv, p, n, s: clamp_bwd_strict(g, sv, (p[0], None), n, s),
+    param_kinds=("scalar",),
 )
 _row(
     "setitem",

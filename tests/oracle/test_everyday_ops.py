@@ -11,11 +11,11 @@ from random import Random
 import numpy as np
 import pytest
 
-from oracle import OPS, Engine
+from oracle import OPS, Engine, ErrorKind
 from strategies.argspace import Operand, RandomPick
 from strategies.op_args import SPACES
 
-from .helpers import F64, numeric_grads, run
+from .helpers import F64, numeric_grads, raises, run
 
 SHAPES = [(), (0,), (1,), (3,), (2, 3), (3, 0), (1, 2, 2), (2, 1, 3, 2)]
 
@@ -155,3 +155,46 @@ def test_cumsum_saves_nothing():
     eng.call("mul_s_", [y], (3.0,))  # a later write to self: backward still runs
     eng.call("backward_g", [out, eng.leaf(np.array([1.0, 2.0]), F64)], (True,))
     np.testing.assert_array_equal(x.grad, [3.0, 2.0])
+
+
+# ---- clamp_min_ -------------------------------------------------------------------
+def test_clamp_min_values_by_hand():
+    eng = Engine()
+    x = eng.leaf(np.array([-1.0, 0.5, 2.0, np.nan]), F64)
+    out = eng.call("clamp_min_", [x], (1.0,))
+    assert out is x and x.version == 1  # in place, one bump
+    np.testing.assert_array_equal(x.values(), [1.0, 1.0, 2.0, np.nan])  # nan stays nan
+    i = eng.leaf(np.array([0, 1, 2], dtype=np.int32), "int32")
+    np.testing.assert_array_equal(eng.call("clamp_min_", [i], (1,)).values(), [1, 1, 2])
+
+
+def test_clamp_min_gradient_away_from_the_bound():
+    a = np.array([-1.0, 0.5, 2.0, 3.0])
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+
+    def program(e, ls):
+        return e.call("clamp_min_", [e.call("mul_s", ls, (1.0,))], (1.0,))
+
+    _, (g,) = run(program, [a], grad_out=w)
+    np.testing.assert_array_equal(g, [0, 0, 3, 4])  # 1 where self > min, else 0
+    _grads_match(program, [a], w)
+
+
+def test_clamp_min_saves_the_original_self():
+    """derivatives.yaml: `where(self >= min, grad, 0)`: in place, a private copy of
+    self as it was, so a later write does not break backward."""
+    assert OPS["clamp_min_"].saves == ("self",)
+    eng = Engine()
+    x = eng.leaf(np.array([0.0, 2.0]), F64, requires_grad=True)
+    y = eng.call("mul_s", [x], (1.0,))
+    eng.call("clamp_min_", [y], (1.0,))
+    eng.call("mul_s_", [y], (3.0,))  # y's gradient reads 3 * d clamp_min: [0, 3]
+    eng.call("backward_g", [y, eng.leaf(np.ones(2), F64)], (False,))
+    np.testing.assert_array_equal(x.grad, [0.0, 3.0])
+
+
+def test_clamp_min_refuses_an_expanded_self():
+    eng = Engine()
+    x = eng.leaf(np.zeros(2), F64)
+    e = eng.call("expand", [x], ((3, 2),))
+    raises(ErrorKind.OVERLAPPING_WRITE, eng.call, "clamp_min_", [e], (1.0,))
