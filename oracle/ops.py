@@ -529,6 +529,40 @@ _row(
     fwd=lambda xs, p, dt: _cumsum(xs[0], p[0]),
     bwd=lambda g, sv, p, n, s: [_cumsum(g, p[0], reverse=True)],
 )
+
+
+def _take_index(x_shape: tuple, index: object) -> np.ndarray:
+    """take's index as an int64 array, refused where an entry is out of range."""
+    idx, n = np.asarray(index, dtype=np.int64), numel(x_shape)
+    if np.any((idx < -n) | (idx >= n)):
+        raise OracleError(ErrorKind.INDEX_OUT_OF_RANGE, "out of range: tried to access index")
+    return idx
+
+
+def _take_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
+    """take_backward: zeros like self, the gradient put_ back with accumulate=True
+    (an entry read twice gets both)."""
+    flat = np.zeros(numel(shapes[0]), dtype=np.asarray(g).dtype)
+    np.add.at(flat, _take_index(shapes[0], p[0]).ravel() % max(flat.size, 1), np.ravel(g))
+    return [flat.reshape(shapes[0])]
+
+
+# take(index): self read as 1-D at index, a contiguous result of index's shape;
+# saves self and index (derivatives.yaml: `take_backward(grad, self, index)`), so a
+# later write to self, or a second backward, raises
+_row(
+    "take",
+    1,
+    ("index",),
+    "{t0}.take(torch.tensor({p0}, dtype=torch.long, device={t0}.device))",
+    "pointwise",
+    saves=("self",),
+    layout="contiguous",
+    check=lambda shapes, p: _take_index(shapes[0], p[0]).shape,
+    args=op_args.SPACES["take"],
+    fwd=lambda xs, p, dt: xs[0].reshape(-1)[_take_index(xs[0].shape, p[0])],
+    bwd=_take_bwd,
+)
 _row(
     "mm",
     2,

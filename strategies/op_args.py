@@ -7,6 +7,7 @@ the differential draws from them (conformance/differential/view_params.py).
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from .argspace import Arg, ArgSpace, Class, Operand, Pick
@@ -56,8 +57,65 @@ def one_dim(pick: Pick, x: Operand) -> tuple:
 
 _DIM = Arg("dim", (FROM_START, FROM_END))
 
+
+# ---- take(index) ---------------------------------------------------------------------
+def _flat(v: object) -> list[int]:
+    """An index's entries, flat (an int is a 0-d index)."""
+    if isinstance(v, int):
+        return [v]
+    return [i for item in v for i in _flat(item)]  # type: ignore[union-attr]
+
+
+def _repeated(v: object, x: Operand) -> bool:
+    n = max(math.prod(x.shape), 1)
+    flat = [i % n for i in _flat(v)]
+    return len(set(flat)) < len(flat)
+
+
+def _one_d(v: object, x: Operand, p: tuple) -> bool:
+    return isinstance(v, list) and bool(v) and all(isinstance(i, int) for i in v)
+
+
+def take(pick: Pick, x: Operand) -> tuple:
+    """Entries of self read as 1-D (any may repeat: a read, and the gradient adds
+    them up); a 0-d, 1-d (maybe empty) or 2-d index; one entry in four counted
+    from the end. An empty self takes only an empty index."""
+    n = math.prod(x.shape)
+    if n == 0:
+        return ([],)
+    entries: list[int] = []
+
+    def entry() -> int:
+        if entries and pick.chance(0.25):  # now and then one read twice
+            return pick.one_of(tuple(entries))
+        i = pick.ints(0, n - 1)
+        entries.append(i - n if pick.ints(0, 3) == 0 else i)
+        return entries[-1]
+
+    rank = pick.ints(0, 2)
+    if rank == 0:
+        return (entry(),)
+    if rank == 1:
+        return ([entry() for _ in range(pick.ints(0, n + 1))],)
+    rows, cols = pick.ints(1, 2), pick.ints(1, 2)
+    return ([[entry() for _ in range(cols)] for _ in range(rows)],)
+
+
+_TAKE_INDEX = Arg(
+    "index",
+    (
+        Class("0-d", lambda v, x, p: isinstance(v, int)),
+        Class("empty", lambda v, x, p: not _flat(v)),
+        Class("1-d", _one_d),
+        Class("2-d", lambda v, x, p: isinstance(v, list) and any(isinstance(i, list) for i in v)),
+        Class("a repeated entry", lambda v, x, p: _repeated(v, x)),
+        Class("an entry counted from the end", lambda v, x, p: any(i < 0 for i in _flat(v))),
+    ),
+)
+
 _SPACES: dict[str, ArgSpace] = {
     "flip": ArgSpace((_FLIP_DIMS,), flip),
     "cumsum": ArgSpace((_DIM,), one_dim),
+    "take": ArgSpace((_TAKE_INDEX,), take),
 }
 SPACES: dict[str, ArgSpace] = {name: replace(s, op=name) for name, s in _SPACES.items()}

@@ -198,3 +198,47 @@ def test_clamp_min_refuses_an_expanded_self():
     x = eng.leaf(np.zeros(2), F64)
     e = eng.call("expand", [x], ((3, 2),))
     raises(ErrorKind.OVERLAPPING_WRITE, eng.call, "clamp_min_", [e], (1.0,))
+
+
+# ---- take -------------------------------------------------------------------------
+def test_take_reads_self_as_1d_by_hand():
+    eng = Engine()
+    x = eng.leaf(np.arange(6.0).reshape(2, 3), F64)
+    xt = eng.call("t", [x], ())  # [[0, 3], [1, 4], [2, 5]]: read as [0, 3, 1, 4, 2, 5]
+    np.testing.assert_array_equal(eng.call("take", [xt], ([0, -1, 1],)).values(), [0, 5, 3])
+    out = eng.call("take", [xt], ([[0, 1], [1, 2]],))
+    assert out.shape == (2, 2) and out.strides == (2, 1)
+    np.testing.assert_array_equal(out.values(), [[0, 3], [3, 1]])
+    assert eng.call("take", [xt], (2,)).shape == ()  # a 0-d index
+    s = eng.leaf(np.array(5.0), F64)
+    np.testing.assert_array_equal(eng.call("take", [s], ([0, -1],)).values(), [5, 5])
+    e = eng.leaf(np.zeros((2, 0)), F64)
+    assert eng.call("take", [e], ([],)).shape == (0,)
+    raises(ErrorKind.INDEX_OUT_OF_RANGE, eng.call, "take", [x], ([6],))
+    raises(ErrorKind.INDEX_OUT_OF_RANGE, eng.call, "take", [x], ([-7],))
+
+
+def test_take_gradient_adds_repeated_entries():
+    w = np.array([1.0, 2.0, 3.0])
+    _, (g,) = run(lambda e, ls: e.call("take", ls, ([0, 0, 2],)), [np.ones(3)], grad_out=w)
+    np.testing.assert_array_equal(g, [3, 0, 3])  # torch 2.13.0 gives the same
+    a = np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -4.0]])
+    w2 = np.array([[1.0, -2.0], [0.5, 4.0]])
+    _grads_match(lambda e, ls: e.call("take", ls, ([[5, -1], [0, 3]],)), [a], w2)
+
+
+def test_take_saves_self():
+    """derivatives.yaml: `take_backward(grad, self, index)`: a later write to
+    self makes backward raise, and so does a second backward."""
+    assert OPS["take"].saves == ("self",)
+    eng = Engine()
+    x = eng.leaf(np.array([1.0, 2.0, 3.0]), F64, requires_grad=True)
+    y = eng.call("mul_s", [x], (1.0,))
+    out = eng.call("take", [y], ([0, 2],))
+    eng.call("mul_s_", [y], (2.0,))
+    grad = eng.leaf(np.ones(2), F64)
+    raises(ErrorKind.SAVED_TENSOR_MODIFIED, eng.call, "backward_g", [out, grad], (False,))
+    y2 = eng.call("mul_s", [x], (1.0,))
+    out2 = eng.call("take", [y2], ([0, 2],))
+    eng.call("backward_g", [out2, grad], (False,))
+    raises(ErrorKind.BACKWARD_TWICE, eng.call, "backward_g", [out2, grad], (False,))
