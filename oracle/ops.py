@@ -563,6 +563,51 @@ _row(
     fwd=lambda xs, p, dt: xs[0].reshape(-1)[_take_index(xs[0].shape, p[0])],
     bwd=_take_bwd,
 )
+
+
+def _gather_at(x_shape: tuple, dim: int, index: object) -> tuple:
+    """The positions gather reads (index along dim, each index position along the
+    rest), as numpy advanced indices; an entry out of [0, size(dim)) is refused."""
+    idx = np.asarray(index, dtype=np.int64)
+    if not x_shape:  # a 0-d self: index 0 reads it
+        idx, x_shape = idx.reshape(-1), (1,)
+    d = view_geometry.wrap_dim(dim, len(x_shape))
+    if np.any((idx < 0) | (idx >= x_shape[d])):
+        raise OracleError(ErrorKind.INDEX_OUT_OF_RANGE, "index is out of bounds for dimension")
+    grids = list(np.indices(idx.shape, sparse=True)) if idx.ndim else []
+    grids[d] = idx
+    return tuple(grids)
+
+
+def _gather(x: np.ndarray, dim: int, index: object) -> np.ndarray:
+    shape = np.shape(index)
+    return (x.reshape(-1) if not x.ndim else x)[_gather_at(x.shape, dim, index)].reshape(shape)
+
+
+def _gather_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
+    """gather_backward: zeros like self, grad scatter_add_ed back (an element read
+    twice gets both)."""
+    out = np.zeros(shapes[0] or (1,), dtype=np.asarray(g).dtype)
+    np.add.at(out, _gather_at(shapes[0], p[0], p[1]), np.reshape(g, np.shape(p[1])))
+    return [out.reshape(shapes[0])]
+
+
+# gather(dim, index): out[i][j] = self[index[i][j]][j] (dim 0), a contiguous result of
+# index's shape; saves self and index (derivatives.yaml: gather_backward(grad, self,
+# dim, index, sparse_grad), measured: _saved_self, _saved_index)
+_row(
+    "gather",
+    1,
+    ("dim", "index"),
+    "{t0}.gather({p0}, torch.tensor({p1}, dtype=torch.long, device={t0}.device))",
+    "pointwise",
+    saves=("self",),
+    layout="contiguous",
+    check=lambda shapes, p: (_gather_at(shapes[0], p[0], p[1]), np.shape(p[1]))[1],
+    args=op_args.SPACES["gather"],
+    fwd=lambda xs, p, dt: _gather(xs[0], p[0], p[1]),
+    bwd=_gather_bwd,
+)
 _row(
     "mm",
     2,

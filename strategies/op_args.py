@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
+
 from .argspace import Arg, ArgSpace, Class, Operand, Pick
 
 Shape = tuple[int, ...]
@@ -113,9 +115,81 @@ _TAKE_INDEX = Arg(
     ),
 )
 
+
+# ---- gather(dim, index) --------------------------------------------------------------
+def _index_shape(v: object) -> Shape:
+    """The shape of a nested-list index (an int: 0-d)."""
+    shape: list[int] = []
+    while isinstance(v, list):
+        shape.append(len(v))
+        v = v[0] if v else None
+    return tuple(shape)
+
+
+def _gather_repeats(v: object, x: Operand, p: tuple) -> bool:
+    """Two entries of one slice along dim name the same element (defined: reads)."""
+    if isinstance(v, int):
+        return False
+    idx = np.asarray(v)
+    if not idx.size:
+        return False
+    d = p[0] % idx.ndim
+    along = np.moveaxis(idx, d, -1).reshape(-1, idx.shape[d])
+    return any(len(set(row.tolist())) < len(row) for row in along)
+
+
+def gather(pick: Pick, x: Operand) -> tuple | None:
+    """A dim, and an index of self's rank whose sizes are at most self's in the
+    other dims (gather's documented contract), with entries in [0, size(dim))
+    that may repeat; only its last dim may be 0 (a nested list keeps no other
+    zero). A self with a 0 size is left out; a 0-d self takes dim 0 or -1 and
+    a 0-d index 0."""
+    if 0 in x.shape:
+        return None
+    r = len(x.shape)
+    if r == 0:
+        return (pick.one_of((0, -1)), 0)
+    d = pick.ints(0, r - 1)
+    sizes = [pick.ints(1, 3) if k == d else pick.ints(1, x.shape[k]) for k in range(r)]
+    if pick.chance(0.15):
+        sizes[-1] = 0
+    n = x.shape[d]
+
+    def fill(level: int) -> list:
+        if level == r:
+            return pick.ints(0, n - 1)  # type: ignore[return-value]
+        return [fill(level + 1) for _ in range(sizes[level])]
+
+    return (d - r if pick.ints(0, 3) == 0 else d, fill(0))
+
+
+_GATHER_INDEX = Arg(
+    "index",
+    (
+        Class("empty", lambda v, x, p: 0 in _index_shape(v)),
+        Class(
+            "smaller than self in another dim",
+            lambda v, x, p: any(
+                k != p[0] % max(len(x.shape), 1) and s < x.shape[k]
+                for k, s in enumerate(_index_shape(v))
+            ),
+        ),
+        Class("a repeated entry along dim", _gather_repeats),
+        Class("as large as self in the other dims", lambda v, x, p: _as_large(v, x, p)),
+    ),
+)
+
+
+def _as_large(v: object, x: Operand, p: tuple) -> bool:
+    d = p[0] % max(len(x.shape), 1)
+    shape = _index_shape(v)
+    return all(s == x.shape[k] for k, s in enumerate(shape) if k != d)
+
+
 _SPACES: dict[str, ArgSpace] = {
     "flip": ArgSpace((_FLIP_DIMS,), flip),
     "cumsum": ArgSpace((_DIM,), one_dim),
     "take": ArgSpace((_TAKE_INDEX,), take),
+    "gather": ArgSpace((_DIM, _GATHER_INDEX), gather),
 }
 SPACES: dict[str, ArgSpace] = {name: replace(s, op=name) for name, s in _SPACES.items()}

@@ -242,3 +242,45 @@ def test_take_saves_self():
     out2 = eng.call("take", [y2], ([0, 2],))
     eng.call("backward_g", [out2, grad], (False,))
     raises(ErrorKind.BACKWARD_TWICE, eng.call, "backward_g", [out2, grad], (False,))
+
+
+# ---- gather -----------------------------------------------------------------------
+def test_gather_values_by_hand():
+    eng = Engine()
+    x = eng.leaf(np.arange(6.0).reshape(2, 3), F64)  # [[0, 1, 2], [3, 4, 5]]
+    out = eng.call("gather", [x], (1, [[0, 0], [2, 1]]))  # out[i][j] = x[i][index[i][j]]
+    assert out.shape == (2, 2) and out.strides == (2, 1)
+    np.testing.assert_array_equal(out.values(), [[0, 0], [5, 4]])
+    # dim 0: out[i][j] = x[index[i][j]][j]; index smaller than self in dim 1
+    np.testing.assert_array_equal(
+        eng.call("gather", [x], (-2, [[1], [0], [1]])).values(), [[3], [0], [3]]
+    )
+    xt = eng.call("t", [x], ())  # [[0, 3], [1, 4], [2, 5]]
+    np.testing.assert_array_equal(eng.call("gather", [xt], (0, [[1], [0]])).values(), [[1], [0]])
+    assert eng.call("gather", [x], (1, [[], []])).shape == (2, 0)
+    s = eng.leaf(np.array(5.0), F64)
+    assert eng.call("gather", [s], (0, 0)).values() == 5.0
+    raises(ErrorKind.INDEX_OUT_OF_RANGE, eng.call, "gather", [x], (1, [[3]]))
+    raises(ErrorKind.INDEX_OUT_OF_RANGE, eng.call, "gather", [x], (1, [[-1]]))
+
+
+def test_gather_gradient_adds_entries_read_twice():
+    w = np.array([[1.0, 2.0], [3.0, 4.0]])
+    prog = lambda e, ls: e.call("gather", ls, (1, [[0, 0], [2, 1]]))  # noqa: E731
+    _, (g,) = run(prog, [np.ones((2, 3))], grad_out=w)
+    np.testing.assert_array_equal(g, [[3, 0, 0], [0, 4, 3]])
+    a = np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -4.0]])
+    _grads_match(prog, [a], w)
+    _grads_match(lambda e, ls: e.call("gather", ls, (0, [[1, 1, 0]])), [a], np.array([[1.0, 2, 3]]))
+
+
+def test_gather_saves_self():
+    """derivatives.yaml: `gather_backward(grad, self, dim, index, sparse_grad)`."""
+    assert OPS["gather"].saves == ("self",)
+    eng = Engine()
+    x = eng.leaf(np.array([1.0, 2.0, 3.0]), F64, requires_grad=True)
+    y = eng.call("mul_s", [x], (1.0,))
+    out = eng.call("gather", [y], (0, [2, 2]))
+    eng.call("mul_s_", [y], (2.0,))
+    grad = eng.leaf(np.ones(2), F64)
+    raises(ErrorKind.SAVED_TENSOR_MODIFIED, eng.call, "backward_g", [out, grad], (False,))
