@@ -608,6 +608,34 @@ _row(
     fwd=lambda xs, p, dt: _gather(xs[0], p[0], p[1]),
     bwd=_gather_bwd,
 )
+
+
+def _index_fill(x: np.ndarray, dim: int, index: object, value: object) -> np.ndarray:
+    """x.index_fill_(dim, index, value)'s values (a 0-d x: as of shape (1,))."""
+    out = x.reshape(1).copy() if not x.ndim else x.copy()
+    d = view_geometry.wrap_dim(dim, x.ndim)
+    idx = np.asarray(index, dtype=np.int64).reshape(-1)
+    if np.any((idx < -out.shape[d]) | (idx >= out.shape[d])):
+        raise OracleError(ErrorKind.INDEX_OUT_OF_RANGE, "index is out of bounds for dimension")
+    out[(slice(None),) * d + (idx,)] = value
+    return out.reshape(x.shape)
+
+
+# index_fill_(dim, index, value): in place, one bump; saves index only (derivatives.yaml:
+# `self: grad.index_fill(dim, index, 0)`, measured: _saved_dim, _saved_index), so a
+# second backward raises. Expanded memory is deprecated (a warning): undefined
+_row(
+    "index_fill_",
+    1,
+    ("dim", "index", "value"),
+    "{t0}.index_fill_({p0}, torch.tensor({p1}, dtype=torch.long, device={t0}.device), {p2})",
+    "index_write",
+    inplace=True,
+    overlap_check=False,
+    args=op_args.SPACES["index_fill_"],
+    fwd=lambda xs, p, dt: _index_fill(xs[0], *p),
+    bwd=lambda g, sv, p, n, s: [_index_fill(g, p[0], p[1], 0)],
+)
 _row(
     "mm",
     2,

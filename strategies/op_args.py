@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .argspace import Arg, ArgSpace, Class, Operand, Pick
+from .argspace import Arg, ArgSpace, Class, Operand, Pick, Undefined
 
 Shape = tuple[int, ...]
 
@@ -186,10 +186,61 @@ def _as_large(v: object, x: Operand, p: tuple) -> bool:
     return all(s == x.shape[k] for k, s in enumerate(shape) if k != d)
 
 
+# ---- index_fill_(dim, index, value) --------------------------------------------------
+def index_fill(pick: Pick, x: Operand) -> tuple | None:
+    """A dim of size > 0 (a 0-d self: 0 or -1), a 0-d or 1-d index into it whose
+    entries may repeat (each fills the same value) or count from the end, and a
+    value every dtype holds as itself (0 or 1: the value's dtype is self's)."""
+    r = len(x.shape)
+    sized = tuple(d for d in range(r) if x.shape[d] > 0) if r else (0,)
+    if not sized:
+        return None
+    d = pick.one_of(sized)
+    n = x.shape[d] if r else 1
+    entries = [pick.ints(0, n - 1) for _ in range(pick.ints(0, n + 1))]
+    entries = [i - n if pick.ints(0, 3) == 0 else i for i in entries]
+    index: int | list[int] = entries
+    if len(entries) == 1 and pick.chance(0.3):
+        index = entries[0]  # a 0-d index
+    return (_from_end(pick, d, max(r, 1)), index, pick.one_of((0, 1)))
+
+
+_INDEX_FILL_INDEX = Arg(
+    "index",
+    (
+        Class("0-d", lambda v, x, p: isinstance(v, int)),
+        Class("empty", lambda v, x, p: not _flat(v)),
+        Class("1-d", _one_d),
+        Class("a repeated entry", lambda v, x, p: _repeated_along(v, x, p)),
+        Class("an entry counted from the end", lambda v, x, p: any(i < 0 for i in _flat(v))),
+    ),
+)
+
+
+def _repeated_along(v: object, x: Operand, p: tuple) -> bool:
+    n = x.shape[p[0] % len(x.shape)] if x.shape else 1
+    flat = [i % n for i in _flat(v)]
+    return len(set(flat)) < len(flat)
+
+
+_VALUE = Arg("value", (Class("zero", lambda v, x, p: v == 0), Class("one", lambda v, x, p: v == 1)))
+
 _SPACES: dict[str, ArgSpace] = {
     "flip": ArgSpace((_FLIP_DIMS,), flip),
     "cumsum": ArgSpace((_DIM,), one_dim),
     "take": ArgSpace((_TAKE_INDEX,), take),
     "gather": ArgSpace((_DIM, _GATHER_INDEX), gather),
+    "index_fill_": ArgSpace(
+        (_DIM, _INDEX_FILL_INDEX, _VALUE),
+        index_fill,
+        (
+            Undefined(
+                "self with elements that share memory (expanded)",
+                "Use of index_fill_ on expanded tensors is deprecated. Please clone() the "
+                "tensor before performing this operation.",
+                "aten/src/ATen/native/TensorAdvancedIndexing.cpp: index_fill_ (a warning)",
+            ),
+        ),
+    ),
 }
 SPACES: dict[str, ArgSpace] = {name: replace(s, op=name) for name, s in _SPACES.items()}

@@ -284,3 +284,60 @@ def test_gather_saves_self():
     eng.call("mul_s_", [y], (2.0,))
     grad = eng.leaf(np.ones(2), F64)
     raises(ErrorKind.SAVED_TENSOR_MODIFIED, eng.call, "backward_g", [out, grad], (False,))
+
+
+# ---- index_fill_ ------------------------------------------------------------------
+def test_index_fill_values_by_hand():
+    eng = Engine()
+    x = eng.leaf(np.arange(6.0).reshape(2, 3), F64)
+    out = eng.call("index_fill_", [x], (1, [0, 2, 0], 1))  # a repeated entry: the same fill
+    assert out is x and x.version == 1
+    np.testing.assert_array_equal(x.values(), [[1, 1, 1], [1, 4, 1]])
+    y = eng.leaf(np.arange(6.0).reshape(2, 3), F64)
+    np.testing.assert_array_equal(
+        eng.call("index_fill_", [y], (-2, -1, 0)).values(), [[0, 1, 2], [0, 0, 0]]
+    )
+    s = eng.leaf(np.array(3.0), F64)
+    assert eng.call("index_fill_", [s], (0, [0], 1)).values() == 1.0
+    b = eng.leaf(np.array([True, False]), "bool")
+    np.testing.assert_array_equal(eng.call("index_fill_", [b], (0, [1], 1)).values(), [True, True])
+    raises(ErrorKind.INDEX_OUT_OF_RANGE, eng.call, "index_fill_", [y], (0, [2], 0))
+
+
+def test_index_fill_gradient_is_zero_where_filled():
+    w = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+
+    def program(e, ls):
+        return e.call("index_fill_", [e.call("mul_s", ls, (1.0,))], (1, [0, -1], 1))
+
+    _, (g,) = run(program, [np.ones((2, 3))], grad_out=w)
+    np.testing.assert_array_equal(g, [[0, 2, 0], [0, 5, 0]])
+    _grads_match(program, [np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -4.0]])], w)
+
+
+def test_index_fill_saves_its_index_only():
+    """derivatives.yaml: `grad.index_fill(dim, index, 0)`: self is not saved (a later
+    write is harmless), the index is (a second backward raises)."""
+    assert OPS["index_fill_"].saves == ()
+    eng = Engine()
+    x = eng.leaf(np.array([1.0, 2.0, 3.0]), F64, requires_grad=True)
+    y = eng.call("mul_s", [x], (1.0,))
+    eng.call("index_fill_", [y], (0, [1], 0))
+    z = eng.call("mul_s", [y], (2.0,))
+    eng.call("backward_g", [z, eng.leaf(np.ones(3), F64)], (False,))
+    np.testing.assert_array_equal(x.grad, [2, 0, 2])
+    y2 = eng.call("mul_s", [x], (1.0,))
+    eng.call("index_fill_", [y2], (0, [1], 0))
+    eng.call("backward_g", [y2, eng.leaf(np.ones(3), F64)], (False,))
+    raises(
+        ErrorKind.BACKWARD_TWICE, eng.call, "backward_g", [y2, eng.leaf(np.ones(3), F64)], (False,)
+    )
+
+
+def test_index_fill_on_expanded_memory_is_undefined():
+    """The documentation deprecates it (a warning); the model takes either outcome."""
+    assert SPACES["index_fill_"].undefined[0].sentence.startswith("Use of index_fill_ on expanded")
+    eng = Engine()
+    e = eng.call("expand", [eng.leaf(np.zeros(3), F64)], ((2, 3),))
+    eng.call("index_fill_", [e], (1, [0], 1))
+    assert eng.undefined
