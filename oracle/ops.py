@@ -753,6 +753,32 @@ _row(
     strict_bwd=lambda g, sv, p, n, s: clamp_bwd_strict(g, sv, (p[0], None), n, s),
     param_kinds=("scalar",),
 )
+
+
+def _lerp(x: np.ndarray, end: np.ndarray, w: complex) -> np.ndarray:
+    """torch's lerp: self + w (end - self) where |w| < 0.5, else end - (end - self)(1 - w)
+    (the two forms round differently; aten/src/ATen/native/Lerp.h)."""
+    return x + w * (end - x) if abs(w) < 0.5 else end - (end - x) * (1 - w)
+
+
+# lerp_(end, weight) with a python weight: in place, one bump, float and complex;
+# saves no tensor (derivatives.yaml: `self: grad * (1 - weight.conj())`,
+# `end: grad * weight.conj()`; measured: _saved_weight, a scalar)
+_row(
+    "lerp_",
+    2,
+    ("weight",),
+    "{t0}.lerp_({t1}, {p0})",
+    "inplace",
+    inplace=True,
+    dtypes=FC,
+    fwd=lambda xs, p, dt: _lerp(xs[0], xs[1], p[0]),
+    bwd=lambda g, sv, p, n, s: [
+        g * np.conj(1 - p[0]) if n[0] else None,
+        sum_to(g * np.conj(p[0]), s[1]) if n[1] else None,
+    ],
+    param_kinds=("scalar",),
+)
 _row(
     "setitem",
     2,

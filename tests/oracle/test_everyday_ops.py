@@ -341,3 +341,50 @@ def test_index_fill_on_expanded_memory_is_undefined():
     e = eng.call("expand", [eng.leaf(np.zeros(3), F64)], ((2, 3),))
     eng.call("index_fill_", [e], (1, [0], 1))
     assert eng.undefined
+
+
+# ---- lerp_ ------------------------------------------------------------------------
+def test_lerp_values_by_hand():
+    eng = Engine()
+    x = eng.leaf(np.array([1.0, 2.0]), F64)
+    end = eng.leaf(np.array([3.0, -2.0]), F64)
+    out = eng.call("lerp_", [x, end], (0.25,))  # 1 + 0.25 * 2, 2 + 0.25 * -4
+    assert out is x and x.version == 1
+    np.testing.assert_array_equal(x.values(), [1.5, 1.0])
+    y = eng.leaf(np.array([1.0]), F64)
+    eng.call("lerp_", [y, eng.leaf(np.array([2.0]), F64)], (-1.5,))  # 2 - 1 * 2.5
+    np.testing.assert_array_equal(y.values(), [-0.5])
+    c = eng.leaf(np.array([1 + 1j]), "complex128")
+    eng.call("lerp_", [c, eng.leaf(np.array([2j]), "complex128")], (0.5 + 0.5j,))
+    np.testing.assert_allclose(c.values(), [1j])  # torch 2.13.0 gives the same
+    raises(
+        ErrorKind.NOT_BROADCASTABLE,
+        eng.call,
+        "lerp_",
+        [eng.leaf(np.ones(2), F64), eng.leaf(np.ones((2, 2)), F64)],
+        (0.5,),
+    )
+
+
+def test_lerp_gradients():
+    w = np.array([[1.0, 2.0], [3.0, 4.0]])
+
+    def program(e, ls):
+        return e.call("lerp_", [e.call("mul_s", [ls[0]], (1.0,)), ls[1]], (0.75,))
+
+    _, (gs, ge) = run(program, [np.ones((2, 2)), np.ones(2)], grad_out=w)
+    np.testing.assert_array_equal(gs, w * 0.25)
+    np.testing.assert_array_equal(ge, [(1 + 3) * 0.75, (2 + 4) * 0.75])  # end broadcast: summed
+    _grads_match(program, [np.array([[0.5, -1.0], [3.0, 0.25]]), np.array([2.0, -4.0])], w)
+
+
+def test_lerp_saves_no_tensor():
+    assert OPS["lerp_"].saves == ()
+    eng = Engine()
+    x = eng.leaf(np.array([1.0, 2.0]), F64, requires_grad=True)
+    end = eng.leaf(np.array([3.0, 5.0]), F64, requires_grad=True)
+    y = eng.call("add_s", [x], (0.0,))  # (mul_s would save its wrapped scalar)
+    eng.call("lerp_", [y, end], (0.5,))
+    eng.call("backward_g", [y, eng.leaf(np.ones(2), F64)], (False,))
+    eng.call("backward_g", [y, eng.leaf(np.ones(2), F64)], (False,))  # nothing freed
+    np.testing.assert_array_equal(end.grad, [1.0, 1.0])
