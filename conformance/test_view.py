@@ -12,7 +12,8 @@ from conformance.harness import Example, rule_test
 from conformance.writes import writes_for
 from strategies.dtypes import arrays, elements
 from strategies.layouts import WRITABLE_LAYOUTS
-from strategies.tensors import TORCH_DTYPES
+from strategies.programs import LEAF_LAYOUTS, layout_geometry
+from strategies.tensors import leaf_tensor
 from strategies.views import every_view, views
 
 
@@ -120,14 +121,18 @@ def test_inplace_on_view_updates_base_history(ex):
 
     shape = ex.draw(shapes(), "shape")
     root_values = ex.draw(arrays(dtype, shape), "root values")
-    root = torch.tensor(
-        root_values, dtype=TORCH_DTYPES[dtype], device=ex.device, requires_grad=True
-    )
+    # the root laid out contiguously, transposed, strided or from an offset
+    layout = ex.draw(st.sampled_from(("", "", *LEAF_LAYOUTS)), "root layout")
+    geometry = layout_geometry(tuple(shape), layout)
+    root = leaf_tensor(root_values, dtype, ex.device, True, geometry, layout)
     base = root * 1
-    earlier = ex.draw(views(shape, True, multi_output=False), "view taken before the write")
+    earlier = ex.draw(
+        views(shape, base.is_contiguous(), multi_output=False), "view taken before the write"
+    )
     u = earlier(base)
     written = ex.draw(
-        views(shape, True, writable=True, multi_output=False), "view written in place"
+        views(shape, base.is_contiguous(), writable=True, multi_output=False),
+        "view written in place",
     )
     name, apply, local_grad = ex.draw(st.sampled_from(_INPLACE_ON_VIEW), "in-place op")
     scalar = ex.draw(elements(dtype), "scalar")

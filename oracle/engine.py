@@ -13,14 +13,14 @@ from . import geometry as geo
 from . import gradapi, graph, modes, view_geometry, write_ops
 from .complex_views import ComplexViews, ReinterpretingViews, byte_overlap_status
 from .dtype_views import DtypeViews
-from .dtypes import DTYPES, differentiable, kind, op_values, round_to
+from .dtypes import DTYPES, compute_dtype, differentiable, kind, op_values, round_to
 from .errors import ErrorKind, OracleError
 from .functions import FunctionOps
 from .graph import run_backward
 from .nodes import Node, Saved, copy_slices, flat_index
 from .ops import OPS, OpSpec, matmul_layout, out_dtype
 from .releases import NEWEST, Release
-from .storage import VersionCounter
+from .storage import Storage, VersionCounter
 from .tensor import OTensor, new_tensor
 
 
@@ -77,14 +77,31 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         requires_grad: bool = False,
         device: str = "cpu",
         inference: bool = False,
+        geometry: tuple[tuple[int, ...], int, int] | None = None,
     ) -> OTensor:
-        """A new leaf; `inference`: made under torch.inference_mode()."""
+        """A new leaf; `inference`: made under torch.inference_mode();
+        `geometry`: (strides, storage offset, storage size) of a leaf laid out
+        non-contiguously on a storage of its own (zeros where it has no values)."""
         if dtype not in DTYPES:
             raise ValueError(f"unknown dtype {dtype}")
         if requires_grad and not differentiable(dtype):
             raise OracleError(ErrorKind.DTYPE_CANNOT_REQUIRE_GRAD)
         values = round_to(values, dtype)
-        t = new_tensor(values, dtype, geo.contiguous_strides(values.shape), device)
+        if geometry is None:
+            t = new_tensor(values, dtype, geo.contiguous_strides(values.shape), device)
+        else:
+            strides, offset, size = geometry
+            storage = Storage(np.zeros(size, compute_dtype(dtype)), dtype)
+            t = OTensor(
+                storage,
+                offset,
+                tuple(values.shape),
+                tuple(strides),
+                dtype,
+                VersionCounter(),
+                device,
+            )
+            t.array()[...] = values
         t._rg, t.inference, t.counterless = requires_grad, inference, inference
         return t
 

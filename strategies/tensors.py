@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from strategies.dtypes import DTYPES, arrays, elements
 from strategies.layouts import LAYOUTS, Layout, ViewStep, apply_numpy, layouts
+from strategies.programs import Leaf
 from strategies.shapes import shapes as any_shapes
 
 TORCH_DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in DTYPES}
@@ -213,16 +214,30 @@ def tensor_cases(
     return build_case(root_values, dtype, device, role, layout)
 
 
-def leaf_tensor(values: np.ndarray, dtype: str, device: str, requires_grad: bool) -> torch.Tensor:
+def leaf_tensor(
+    values: np.ndarray,
+    dtype: str,
+    device: str,
+    requires_grad: bool,
+    geometry: tuple[tuple[int, ...], int, int] | None = None,
+    layout: str = "",
+) -> torch.Tensor:
     """A contiguous leaf holding `values` (copied): the tensor that the spelling of
     a listing or repro (strategies.programs.Leaf.source, TensorCase.source) rebuilds,
-    strides and storage offset included.
+    strides and storage offset included. With `geometry` (Leaf.geometry, of
+    `layout`): a leaf with those strides and offset on a storage of its own.
 
     Not torch.tensor(values) alone: it copies with memory_format=preserve, so it
     keeps the strides of a non-contiguous array, and those of any empty one, and
     NumPy (1.23 on) gives a new empty array zero strides (np.ones((1, 0, 2)).strides
     is (0, 0, 0)). Torch checks an empty tensor's strides all the same:
     view_as_complex refuses a last stride of 0."""
+    if geometry is not None:
+        strides, offset, _ = geometry
+        leaf = Leaf(np.asarray(values), dtype, device, requires_grad, layout=layout)
+        flat = torch.tensor(leaf.storage_values(), dtype=TORCH_DTYPES[dtype], device=device)
+        made = flat.as_strided(values.shape, strides, offset).detach()  # no view: a leaf
+        return made.requires_grad_() if requires_grad else made
     values = np.asarray(values, order="C")  # (a copy only where it is not)
     if values.size == 0:  # torch.empty: contiguous strides, as Leaf.source spells it
         return torch.empty(

@@ -104,9 +104,10 @@ def _reader(names: tuple[str, ...]) -> Callable[[Observed], tuple]:
 def _observe(run: Run, scope: list[int] | None) -> tuple[list[Observed], list[Observed]]:
     """Both sides' observations: read afresh for `scope` (None: all), kept
     from the last step for the others."""
-    theirs = observe_torch(run.torch_pool, scope, run.resizes)
+    reads = run.program.reads
+    theirs = observe_torch(run.torch_pool, scope, run.resizes, reads)
     with suite_code("reading the reference model's tensors"):
-        ours = observe_oracle(run.oracle_pool, scope)
+        ours = observe_oracle(run.oracle_pool, scope, reads)
     if scope is None:
         return ours, theirs
     kept_o, kept_t = list(run.observed[0]), list(run.observed[1])

@@ -113,7 +113,12 @@ class Facts:
     def relation(self, i: int, j: int, prop: str) -> str:
         links = self.path(i, j)
         if links is None:
-            return "copy" if self._copied_between(i, j) else "op"
+            if self._copied_between(i, j):
+                return "copy"
+            # no common ancestor: their memory is shared, if at all, through
+            # `x.data = y` on one of them (y of another dtype included)
+            set_data = any(s.op == "set_data" for s in self._steps_on(i, j))
+            return "set_data" if set_data else "op"
         for child, parent in links:
             if self._link_misbehaves(child, parent, prop):
                 return self._relation_of(child)

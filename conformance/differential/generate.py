@@ -24,6 +24,7 @@ from conformance.differential.growth import (
 )
 from conformance.differential.listing import listing
 from conformance.differential.motifs import MOTIFS, SURFACE_MOTIFS
+from conformance.differential.observe import READS
 from strategies.programs import Program
 
 __all__ = ["FAMILIES", "MOTIFS", "SURFACE_MOTIFS", "Growth", "programs"]
@@ -65,13 +66,15 @@ def programs(
     # alone: Hypothesis hands out the same few seeds (0, 2**64 - 1, ...) at
     # many places, and programs would repeat each other's steps.
     state = _mix(0, draw(_STEP_SEEDS))
-    g.apply(new_leaf(Sampler(state), g))
+    first = Sampler(state)
+    g.apply(new_leaf(first, g))
+    g.reads = first(one_of(READS))
     # one "go on?" draw before each step, as Hypothesis's own lists do
     while len(g.steps) < max_steps and not g.over and draw(_GO_ON):
         state = _mix(state, draw(_STEP_SEEDS))
         step = Sampler(state)
         _step(step, g, step(one_of(choices)))
-    return Program(g.steps, render=listing)
+    return Program(g.steps, reads=g.reads, render=listing)
 
 
 def _mix(state: int, seed: int) -> int:

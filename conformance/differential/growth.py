@@ -21,9 +21,10 @@ from conformance.differential.lockstep import retired_by
 from conformance.differential.modes import oracle_mode
 from conformance.differential.view_params import view_params
 from oracle import OPS, Engine, OracleError, OTensor
-from oracle.gradapi import GRADAPI_OPS
+from oracle.gradapi import GRADAPI_OPS, HOOK_ROWS
 from strategies.dtypes import DTYPES, seeded_values
 from strategies.programs import (
+    LEAF_LAYOUTS,
     Leaf,
     Step,
     basic_index,
@@ -98,18 +99,30 @@ class Growth:
     steps: list[Step] = field(default_factory=list)
     over: bool = False
     retired: set[int] = field(default_factory=set)  # tensors made .grad (lockstep.retired_by)
+    reads: str = ""  # how grad_fn is read after each step (Program.reads)
 
     def apply(self, step: Step) -> None:
         """Run a step on the oracle, keep it, and grow the pool."""
         if self.over:
             return  # a failed backward ends the program
+        if self.reads == "lazy" and step.op in HOOK_ROWS and _stale(self.pool[step.tensors[0]]):
+            # register_hook on a view whose base was written in place, its grad_fn
+            # unread since, regenerates it inside register_hook and crashes torch
+            # up to 2.14.1 (pytorch/pytorch#196459): such a program reads grad_fn
+            # after each step instead, under no_grad (which regenerates it)
+            self.reads = "no_grad"
         self.steps.append(step)
         self.retired |= retired_by(step)
         try:
             if step.op == "leaf":
                 leaf = step.leaf
                 result = self.engine.leaf(
-                    leaf.values, leaf.dtype, leaf.requires_grad, leaf.device, leaf.inference
+                    leaf.values,
+                    leaf.dtype,
+                    leaf.requires_grad,
+                    leaf.device,
+                    leaf.inference,
+                    leaf.geometry(),
                 )
             else:
                 tensors = [self.pool[i] for i in step.tensors]
@@ -125,6 +138,11 @@ class Growth:
             self.over = True
         if isinstance(result, OTensor) and all(result is not t for t in self.pool):
             self.pool.append(result)
+
+
+def _stale(t: OTensor) -> bool:
+    """A view whose grad_fn the next read regenerates (or refuses)."""
+    return t.base is not None and t.attr_version != t.counter.value
 
 
 def new_leaf(
@@ -152,7 +170,9 @@ def new_leaf(
     # now and then a tensor made under inference_mode (never one that requires grad)
     if inference is None:
         inference = not requires_grad and draw(ints(0, 11)) == 11
-    return Step("leaf", leaf=Leaf(values, dtype, device, requires_grad, inference))
+    # one leaf in five laid out non-contiguously: transposed, strided, offset
+    layout = draw(one_of(LEAF_LAYOUTS)) if not draw(ints(0, 4)) else ""
+    return Step("leaf", leaf=Leaf(values, dtype, device, requires_grad, inference, layout))
 
 
 def pick(draw, g: Growth, fits=lambda t: True) -> int | None:
@@ -289,10 +309,23 @@ def _second(draw, g: Growth, op: str, t: OTensor, params: tuple) -> tuple[list[S
         # the same shape: after `x.data = y` changes a leaf's shape, whether its
         # gradient still fits depends on when torch made its accumulator
 
+        # now and then a source of another dtype (an integer one into a tensor
+        # that requires grad must be refused) or one that requires grad itself
+        cross = not draw(ints(0, 2))
+        graded = not draw(ints(0, 2))
+
         def fits(u):
-            return alike(u) and not u.inference and u.shape == t.shape
+            return (
+                (alike(u) or (cross and u.device == t.device))
+                and not u.inference
+                and u.shape == t.shape
+            )
 
         make = dict(shape=t.shape, requires_grad=False, inference=False, **same)
+        if cross:
+            make["dtype"] = draw(one_of(g.dtypes))
+        if graded and DTYPES[make["dtype"]].can_require_grad:
+            make["requires_grad"] = True
     else:  # pointwise, in place or not
         divides = op.startswith("div")
         into = OPS[op].inplace

@@ -93,7 +93,12 @@ def trace(program: Program) -> list[tuple[str | None, list[str], str | None]]:
             if step.op == "leaf":
                 leaf = step.leaf
                 result = engine.leaf(
-                    leaf.values, leaf.dtype, leaf.requires_grad, leaf.device, leaf.inference
+                    leaf.values,
+                    leaf.dtype,
+                    leaf.requires_grad,
+                    leaf.device,
+                    leaf.inference,
+                    leaf.geometry(),
                 )
             else:
                 if any(i >= len(pool) for i in step.tensors):

@@ -81,7 +81,9 @@ def _made(leaf: Leaf) -> torch.Tensor:
     # the tensor leaf.source() spells and the oracle's leaf models: contiguous
     # strides, an empty one's included (torch.tensor of an empty NumPy array
     # keeps its zero strides, which view_as_complex refuses)
-    return leaf_tensor(leaf.values, leaf.dtype, leaf.device, leaf.requires_grad)
+    return leaf_tensor(
+        leaf.values, leaf.dtype, leaf.device, leaf.requires_grad, leaf.geometry(), leaf.layout
+    )
 
 
 def _view_write_base(run: Run, step: Step) -> tuple[torch.Tensor | None, object]:
@@ -110,7 +112,12 @@ def _oracle_outcome(run: Run, step: Step) -> tuple[object, OracleError | None]:
         if step.op == "leaf":
             leaf = step.leaf
             made = engine.leaf(
-                leaf.values, leaf.dtype, leaf.requires_grad, leaf.device, leaf.inference
+                leaf.values,
+                leaf.dtype,
+                leaf.requires_grad,
+                leaf.device,
+                leaf.inference,
+                leaf.geometry(),
             )
             return made, None
         tensors = [run.oracle_pool[i] for i in step.tensors]
@@ -249,12 +256,31 @@ def missing_kernel(run: Run, step: Step, error: BaseException) -> build.MissingK
     return None
 
 
+# Ops whose result's layout torch leaves undocumented and the model does not
+# follow: a gradient takes its layout from whatever computed it (a transposed
+# gradient argument makes a transposed gradient through a pointwise backward).
+_UNKNOWN_LAYOUT = ("autograd_grad", "grad_cg")
+
+
+def _layout_unknown(run: Run, i: int) -> bool:
+    """Whether pool tensor i was made from (or is) a tensor whose layout the model
+    does not know: its own layout may follow it (TensorIterator, a view), and a
+    view of it then has undocumented strides too."""
+    unknown: set[int] = set()
+    for j, origin in enumerate(run.origins[: i + 1]):
+        if origin.op in _UNKNOWN_LAYOUT or (
+            origin.op != "leaf" and any(p in unknown for p in origin.parents)
+        ):
+            unknown.add(j)
+    return i in unknown
+
+
 def _strides_documented(run: Run, step: Step) -> bool:
     """Leaves and views have documented strides; a clone keeps a dense source's."""
     if step.op == "leaf":
         return True
     if OPS[step.op].view and step.op != "reshape":
-        return True
+        return not _layout_unknown(run, step.tensors[0])
     if step.op == "clone":
         source = run.oracle_pool[step.tensors[0]]
         return dense(source.shape, source.strides)

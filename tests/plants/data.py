@@ -51,3 +51,18 @@ def _(torch):
 )
 def _(torch):
     saving_results(snapshot=True, class_name="Snapshot")
+
+
+@plant(
+    "set_data_casts@dtypes",
+    "data.shares_storage",
+    "x.data = y with y of another dtype gives x a copy of y cast to x's dtype",
+)
+def _(torch):
+    def put(write, self, value):
+        refused = self.requires_grad and not (value.is_floating_point() or value.is_complex())
+        if value.dtype != self.dtype and not refused:  # (the refusal stays as it is)
+            value = value.detach().to(self.dtype)
+        write(self, value)
+
+    wrap_property("data", put=put)

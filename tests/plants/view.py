@@ -90,6 +90,30 @@ def _(torch):
 
 
 @plant(
+    "view_inplace_untracked@noncontiguous_base",
+    "view.inplace_updates_base_grad",
+    "in-place ops on a view of a non-contiguous base (a transposed one) are not recorded",
+)
+def _(torch):
+    def op(orig, self, *a, **k):
+        base = self._base
+        if (
+            base is not None
+            and not base.is_contiguous()
+            and base.grad_fn is not None  # a view of a non-leaf, made in grad mode
+            and self.grad_fn is not None
+            and torch.is_grad_enabled()
+        ):
+            version = self._version
+            orig(torch._C.TensorBase.data.__get__(self), *a, **k)
+            set_version(self, version + 1)
+            return self
+        return orig(self, *a, **k)
+
+    methods(("mul_", "add_", "neg_", "zero_", "fill_"), op)
+
+
+@plant(
     "overlap_allowed",
     "view.overlapping_write_raises",
     "add_, mul_ and copy_ write to expanded memory without complaint",

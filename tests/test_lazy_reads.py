@@ -1,0 +1,59 @@
+"""Issue 37: programs that read grad_fn lazily or under no_grad, and leaves laid
+out non-contiguously, run in lockstep with the model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conformance.differential.growth import Growth
+from conformance.differential.lockstep import execute
+from conformance.differential.observe import UNREAD
+from strategies.programs import LEAF_LAYOUTS, Leaf, Program, Step
+
+
+def _leaf(requires_grad: bool = True, layout: str = "") -> Step:
+    values = np.arange(6, dtype=np.float64).reshape(2, 3) + 1
+    return Step("leaf", leaf=Leaf(values, "float32", "cpu", requires_grad, layout=layout))
+
+
+# t1 = t0 * 2; t2 = t1[0] (a view); t1 written in place: t2's grad_fn is stale;
+# then a backward through t2 regenerates it
+STALE = [
+    _leaf(),
+    Step("mul_s", (0,), (2.0,)),
+    Step("select", (1,), (0, 0)),
+    Step("mul_s_", (1,), (3.0,)),
+    Step("sum", (2,)),
+    Step("backward", (3,), (False,)),
+]
+
+
+@pytest.mark.parametrize("reads", ["", "no_grad", "lazy"])
+def test_a_stale_view_agrees_however_grad_fn_is_read(reads):
+    run, found = execute(Program(STALE, reads=reads))
+    assert found is None, found
+    flags = {o.has_grad_fn for o in run.observed[1]} | {o.is_leaf for o in run.observed[1]}
+    assert (UNREAD in flags) == (reads == "lazy")
+
+
+def test_a_lazy_program_reads_before_a_hook_on_a_stale_view():
+    """register_hook on a stale view, its grad_fn unread, crashes torch up to
+    2.14.1 (pytorch/pytorch#196459): the program reads under no_grad instead."""
+    g = Growth(("cpu",), ("float32",), reads="lazy")
+    for step in STALE[:4]:
+        g.apply(step)
+    assert g.reads == "lazy"
+    g.apply(Step("hook_mul", (2,), (2.0,)))
+    assert g.reads == "no_grad"
+
+
+@pytest.mark.parametrize("layout", LEAF_LAYOUTS)
+def test_a_non_contiguous_leaf_agrees(layout):
+    leaf = _leaf(layout=layout)
+    steps = [leaf, Step("mul_s", (0,), (2.0,)), Step("select", (1,), (1, 0))]
+    steps += [Step("mul_s_", (2,), (3.0,)), Step("sum", (1,)), Step("backward", (3,), (False,))]
+    run, found = execute(Program(steps))
+    assert found is None, found
+    assert run.observed[1][0].strides == leaf.leaf.geometry()[0]
+    assert run.torch_pool[0].grad is not None
