@@ -18,7 +18,7 @@ from .errors import ErrorKind, OracleError
 from .functions import FunctionOps
 from .graph import run_backward
 from .nodes import Node, Saved, copy_slices, flat_index
-from .ops import OPS, OpSpec, clamp_bwd_strict, matmul_layout, out_dtype
+from .ops import OPS, OpSpec, matmul_layout, out_dtype
 from .releases import NEWEST, Release
 from .storage import Storage, VersionCounter
 from .tensor import OTensor, new_tensor
@@ -112,8 +112,8 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         if len(ts) == spec.arity - 1 and len(p) == 1:  # mul with a python scalar: mul_s
             alt = op[:-1] + "_s_" if op.endswith("_") else op + "_s"
             spec = OPS.get(alt, spec)
-        if spec.name == "clamp_" and not self.release.clamp_grad_at_bounds:
-            spec = dataclasses.replace(spec, bwd=clamp_bwd_strict)
+        if spec.strict_bwd is not None and not self.release.clamp_grad_at_bounds:
+            spec = dataclasses.replace(spec, bwd=spec.strict_bwd)
         if spec.name.startswith("backward") and not p:
             p = (False,)  # retain_graph=False
         if len(ts) != spec.arity or len(p) != len(spec.params):
@@ -234,6 +234,8 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             )
         elif spec.layout == "contiguous":
             strides = geo.contiguous_strides(shape)
+        elif spec.layout == "preserve":
+            strides = geo.preserve_strides(ts[0].shape, ts[0].strides)
         elif spec.name == "abs" and kind(ts[0].dtype) == "complex":  # empty_like(self)
             strides = geo.preserve_strides(ts[0].shape, ts[0].strides)
         else:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from strategies import op_args
 from strategies.argspace import ArgSpace
 
 from . import complex_views, gradapi, index_ops, view_geometry, view_rows, write_rows
@@ -55,7 +56,8 @@ class OpSpec:
     # what its arguments may be, each one's classes, and how they are drawn
     args: ArgSpace | None = None
     check: Callable | None = None  # shapes, params -> result shape, or raises
-    layout: str = "elementwise"  # result strides: TensorIterator's rules, or "contiguous"
+    # result strides: TensorIterator's rules, "contiguous", or "preserve" (empty_like(self))
+    layout: str = "elementwise"
     scalar_operand: bool = False  # the python scalar is a wrapped 0-d tensor operand
     overlap_check: bool = True  # in place: refuses overlapping / partially aliased writes
     by_ctx: bool = False  # a custom Function: saves with ctx.save_for_backward (nodes.Saved)
@@ -66,6 +68,10 @@ class OpSpec:
     # |g|, |saved| -> the magnitude of the terms a backward formula that cancels
     # sums (tanh's 1 - r * r near r = ±1): its gradient is compared to them
     grad_terms: Callable | None = None
+    int_result: bool = False  # an integer or bool self gives an int64 result (sum, cumsum)
+    # clamp's family: the gradient at a bound from torch 2.14 on (0, where `bwd` gives
+    # the older 1), taken where the release is not Release.clamp_grad_at_bounds
+    strict_bwd: Callable | None = None
 
     @property
     def bump(self) -> int:
@@ -75,7 +81,7 @@ class OpSpec:
 def out_dtype(spec: OpSpec, dtype: str) -> str:
     if spec.name == "abs" and dtype in REAL_OF:
         return REAL_OF[dtype]
-    return "int64" if spec.name in ("sum", "sum_dim") and kind(dtype) in ("int", "bool") else dtype
+    return "int64" if spec.int_result and kind(dtype) in ("int", "bool") else dtype
 
 
 # ---- shapes ------------------------------------------------------------------
@@ -437,6 +443,7 @@ _row(
     (),
     "{t0}.sum()",
     "pointwise",
+    int_result=True,
     check=_reduce_check,
     layout="contiguous",
     sums=True,
@@ -462,6 +469,7 @@ _row(
     ("dim",),
     "{t0}.sum({p0})",
     "pointwise",
+    int_result=True,
     check=_reduce_check,
     layout="contiguous",
     param_kinds=("dim",),
@@ -472,6 +480,161 @@ _row(
     bwd=lambda g, sv, p, n, s: [
         _expand(np.expand_dims(g, view_geometry.wrap_dim(p[0], len(s[0]))) if s[0] else g, s[0])
     ],
+)
+
+
+def _flip(x: np.ndarray, dims: tuple) -> np.ndarray:
+    """x.flip(dims): a 0-d tensor takes dim 0 or -1 and is itself."""
+    return np.flip(x, axis=tuple(dims)) if x.ndim else x.copy()
+
+
+# flip(dims): a copy, in self's layout (empty_like(self)); saves nothing
+# (derivatives.yaml: `self: grad.flip(dims)`)
+_row(
+    "flip",
+    1,
+    ("dims",),
+    "{t0}.flip({p0})",
+    "pointwise",
+    layout="preserve",
+    args=op_args.SPACES["flip"],
+    fwd=lambda xs, p, dt: _flip(xs[0], p[0]),
+    bwd=lambda g, sv, p, n, s: [_flip(g, p[0])],
+)
+
+
+def _cumsum(x: np.ndarray, dim: int, reverse: bool = False) -> np.ndarray:
+    """x.cumsum(dim) (reverse: from the dim's end, cumsum_backward); a 0-d x is itself."""
+    if not x.ndim:
+        return x.copy()
+    d = view_geometry.wrap_dim(dim, x.ndim)
+    if reverse:
+        return np.flip(np.cumsum(np.flip(x, d), axis=d), d)
+    return np.cumsum(x, axis=d)
+
+
+# cumsum(dim): a contiguous result, int64 for an integer or bool self; saves
+# nothing (derivatives.yaml: `self: cumsum_backward(grad.to(self.scalar_type()), dim)`,
+# the gradient summed from the dim's end)
+_row(
+    "cumsum",
+    1,
+    ("dim",),
+    "{t0}.cumsum({p0})",
+    "pointwise",
+    layout="contiguous",
+    sums=True,
+    int_result=True,
+    args=op_args.SPACES["cumsum"],
+    fwd=lambda xs, p, dt: _cumsum(xs[0], p[0]),
+    bwd=lambda g, sv, p, n, s: [_cumsum(g, p[0], reverse=True)],
+)
+
+
+def _take_index(x_shape: tuple, index: object) -> np.ndarray:
+    """take's index as an int64 array, refused where an entry is out of range."""
+    idx, n = np.asarray(index, dtype=np.int64), numel(x_shape)
+    if np.any((idx < -n) | (idx >= n)):
+        raise OracleError(ErrorKind.INDEX_OUT_OF_RANGE, "out of range: tried to access index")
+    return idx
+
+
+def _take_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
+    """take_backward: zeros like self, the gradient put_ back with accumulate=True
+    (an entry read twice gets both)."""
+    flat = np.zeros(numel(shapes[0]), dtype=np.asarray(g).dtype)
+    np.add.at(flat, _take_index(shapes[0], p[0]).ravel() % max(flat.size, 1), np.ravel(g))
+    return [flat.reshape(shapes[0])]
+
+
+# take(index): self read as 1-D at index, a contiguous result of index's shape;
+# saves self and index (derivatives.yaml: `take_backward(grad, self, index)`), so a
+# later write to self, or a second backward, raises
+_row(
+    "take",
+    1,
+    ("index",),
+    "{t0}.take(torch.tensor({p0}, dtype=torch.long, device={t0}.device))",
+    "pointwise",
+    saves=("self",),
+    layout="contiguous",
+    check=lambda shapes, p: _take_index(shapes[0], p[0]).shape,
+    args=op_args.SPACES["take"],
+    fwd=lambda xs, p, dt: xs[0].reshape(-1)[_take_index(xs[0].shape, p[0])],
+    bwd=_take_bwd,
+)
+
+
+def _gather_at(x_shape: tuple, dim: int, index: object) -> tuple:
+    """The positions gather reads (index along dim, each index position along the
+    rest), as numpy advanced indices; an entry out of [0, size(dim)) is refused."""
+    idx = np.asarray(index, dtype=np.int64)
+    if not x_shape:  # a 0-d self: index 0 reads it
+        idx, x_shape = idx.reshape(-1), (1,)
+    d = view_geometry.wrap_dim(dim, len(x_shape))
+    if np.any((idx < 0) | (idx >= x_shape[d])):
+        raise OracleError(ErrorKind.INDEX_OUT_OF_RANGE, "index is out of bounds for dimension")
+    grids = list(np.indices(idx.shape, sparse=True)) if idx.ndim else []
+    grids[d] = idx
+    return tuple(grids)
+
+
+def _gather(x: np.ndarray, dim: int, index: object) -> np.ndarray:
+    shape = np.shape(index)
+    return (x.reshape(-1) if not x.ndim else x)[_gather_at(x.shape, dim, index)].reshape(shape)
+
+
+def _gather_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
+    """gather_backward: zeros like self, grad scatter_add_ed back (an element read
+    twice gets both)."""
+    out = np.zeros(shapes[0] or (1,), dtype=np.asarray(g).dtype)
+    np.add.at(out, _gather_at(shapes[0], p[0], p[1]), np.reshape(g, np.shape(p[1])))
+    return [out.reshape(shapes[0])]
+
+
+# gather(dim, index): out[i][j] = self[index[i][j]][j] (dim 0), a contiguous result of
+# index's shape; saves self and index (derivatives.yaml: gather_backward(grad, self,
+# dim, index, sparse_grad), measured: _saved_self, _saved_index)
+_row(
+    "gather",
+    1,
+    ("dim", "index"),
+    "{t0}.gather({p0}, torch.tensor({p1}, dtype=torch.long, device={t0}.device))",
+    "pointwise",
+    saves=("self",),
+    layout="contiguous",
+    check=lambda shapes, p: (_gather_at(shapes[0], p[0], p[1]), np.shape(p[1]))[1],
+    args=op_args.SPACES["gather"],
+    fwd=lambda xs, p, dt: _gather(xs[0], p[0], p[1]),
+    bwd=_gather_bwd,
+)
+
+
+def _index_fill(x: np.ndarray, dim: int, index: object, value: object) -> np.ndarray:
+    """x.index_fill_(dim, index, value)'s values (a 0-d x: as of shape (1,))."""
+    out = x.reshape(1).copy() if not x.ndim else x.copy()
+    d = view_geometry.wrap_dim(dim, x.ndim)
+    idx = np.asarray(index, dtype=np.int64).reshape(-1)
+    if np.any((idx < -out.shape[d]) | (idx >= out.shape[d])):
+        raise OracleError(ErrorKind.INDEX_OUT_OF_RANGE, "index is out of bounds for dimension")
+    out[(slice(None),) * d + (idx,)] = value
+    return out.reshape(x.shape)
+
+
+# index_fill_(dim, index, value): in place, one bump; saves index only (derivatives.yaml:
+# `self: grad.index_fill(dim, index, 0)`, measured: _saved_dim, _saved_index), so a
+# second backward raises. Expanded memory is deprecated (a warning): undefined
+_row(
+    "index_fill_",
+    1,
+    ("dim", "index", "value"),
+    "{t0}.index_fill_({p0}, torch.tensor({p1}, dtype=torch.long, device={t0}.device), {p2})",
+    "index_write",
+    inplace=True,
+    overlap_check=False,
+    args=op_args.SPACES["index_fill_"],
+    fwd=lambda xs, p, dt: _index_fill(xs[0], *p),
+    bwd=lambda g, sv, p, n, s: [_index_fill(g, p[0], p[1], 0)],
 )
 _row(
     "mm",
@@ -570,7 +733,51 @@ _row(
     exact_bump=False,
     fwd=lambda xs, p, dt: _clamp(xs[0], *p),
     bwd=_clamp_bwd,
+    strict_bwd=clamp_bwd_strict,
     param_kinds=("scalar", "scalar"),
+)
+# clamp_min_(min): max(self, min), nan kept; saves self (derivatives.yaml:
+# `where(self >= min, grad, 0)`, in place a private copy of the original) and
+# changed its gradient at the bound with clamp in 2.14 (docs/releases.md); one bump
+_row(
+    "clamp_min_",
+    1,
+    ("min",),
+    "{t0}.clamp_min_({p0})",
+    "inplace",
+    inplace=True,
+    dtypes=FI,
+    saves=("self",),
+    fwd=lambda xs, p, dt: _clamp(xs[0], p[0], None),
+    bwd=lambda g, sv, p, n, s: _clamp_bwd(g, sv, (p[0], None), n, s),
+    strict_bwd=lambda g, sv, p, n, s: clamp_bwd_strict(g, sv, (p[0], None), n, s),
+    param_kinds=("scalar",),
+)
+
+
+def _lerp(x: np.ndarray, end: np.ndarray, w: complex) -> np.ndarray:
+    """torch's lerp: self + w (end - self) where |w| < 0.5, else end - (end - self)(1 - w)
+    (the two forms round differently; aten/src/ATen/native/Lerp.h)."""
+    return x + w * (end - x) if abs(w) < 0.5 else end - (end - x) * (1 - w)
+
+
+# lerp_(end, weight) with a python weight: in place, one bump, float and complex;
+# saves no tensor (derivatives.yaml: `self: grad * (1 - weight.conj())`,
+# `end: grad * weight.conj()`; measured: _saved_weight, a scalar)
+_row(
+    "lerp_",
+    2,
+    ("weight",),
+    "{t0}.lerp_({t1}, {p0})",
+    "inplace",
+    inplace=True,
+    dtypes=FC,
+    fwd=lambda xs, p, dt: _lerp(xs[0], xs[1], p[0]),
+    bwd=lambda g, sv, p, n, s: [
+        g * np.conj(1 - p[0]) if n[0] else None,
+        sum_to(g * np.conj(p[0]), s[1]) if n[1] else None,
+    ],
+    param_kinds=("scalar",),
 )
 _row(
     "setitem",

@@ -73,3 +73,15 @@ def test_clamps_gradient_at_its_bounds_follows_the_release(at_bounds, expected):
     eng.call("clamp_", [y], (-1.0, 1.0))
     eng.call("backward_g", [y, eng.leaf(np.ones(5), "float64")], (False,))
     np.testing.assert_array_equal(x.grad, expected)
+
+
+@pytest.mark.parametrize("at_bounds, expected", [(True, [0, 1, 1]), (False, [0, 0, 1])])
+def test_clamp_min_gradient_at_its_bound_follows_the_release(at_bounds, expected):
+    """clamp_min changed with clamp (pytorch/pytorch#191142): 2.13.0 and 2.0.1 give
+    [0, 1, 1] here, 2.14.1 [0, 0, 1] (measured)."""
+    eng = Engine(Release(clamp_grad_at_bounds=at_bounds))
+    x = eng.leaf(np.array([0.0, 1.0, 2.0]), "float64", True)
+    y = eng.call("mul_s", [x], (1.0,))
+    eng.call("clamp_min_", [y], (1.0,))
+    eng.call("backward_g", [y, eng.leaf(np.ones(3), "float64")], (False,))
+    np.testing.assert_array_equal(x.grad, expected)

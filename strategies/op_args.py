@@ -1,0 +1,246 @@
+"""The argument spaces of the everyday ops beyond the views (issue 33 step 4):
+each argument's classes, the regions the documentation leaves undefined with
+its sentence, and the procedure that draws them, over a Pick
+(strategies.argspace). The oracle's rows (oracle/ops.py) hold these spaces;
+the differential draws from them (conformance/differential/view_params.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from .argspace import Arg, ArgSpace, Class, Operand, Pick, Undefined
+
+Shape = tuple[int, ...]
+
+
+def _from_end(pick: Pick, d: int, n: int) -> int:
+    """Dim d of n, one in four as counted from the end (d - n)."""
+    return d - n if pick.ints(0, 3) == 0 else d
+
+
+FROM_START = Class("counted from the start", lambda v, x, p: v >= 0)
+FROM_END = Class("counted from the end", lambda v, x, p: v < 0)
+
+
+# ---- flip(dims) ----------------------------------------------------------------------
+def flip(pick: Pick, x: Operand) -> tuple:
+    """Distinct dims (a repeated one is refused), any number of them; a 0-d
+    tensor takes dim 0 or -1 too (torch wraps a dim of a 0-d tensor as of rank 1)."""
+    n = max(len(x.shape), 1)
+    left, dims = list(range(n)), []
+    for _ in range(pick.ints(0, n)):
+        d = pick.one_of(tuple(left))
+        left.remove(d)
+        dims.append(_from_end(pick, d, n))
+    return (tuple(dims),)
+
+
+_FLIP_DIMS = Arg(
+    "dims",
+    (
+        Class("no dims", lambda v, x, p: len(v) == 0),
+        Class("one dim", lambda v, x, p: len(v) == 1),
+        Class("several dims", lambda v, x, p: len(v) > 1),
+        Class("a dim counted from the end", lambda v, x, p: any(d < 0 for d in v)),
+    ),
+)
+
+
+# ---- cumsum(dim) ---------------------------------------------------------------------
+def one_dim(pick: Pick, x: Operand) -> tuple:
+    """A dim of x (a 0-d tensor takes dim 0 or -1), one in four counted from the end."""
+    n = max(len(x.shape), 1)
+    return (_from_end(pick, pick.one_of(tuple(range(n))), n),)
+
+
+_DIM = Arg("dim", (FROM_START, FROM_END))
+
+
+# ---- take(index) ---------------------------------------------------------------------
+def _flat(v: object) -> list[int]:
+    """An index's entries, flat (an int is a 0-d index)."""
+    if isinstance(v, int):
+        return [v]
+    return [i for item in v for i in _flat(item)]  # type: ignore[union-attr]
+
+
+def _repeated(v: object, x: Operand) -> bool:
+    n = max(math.prod(x.shape), 1)
+    flat = [i % n for i in _flat(v)]
+    return len(set(flat)) < len(flat)
+
+
+def _one_d(v: object, x: Operand, p: tuple) -> bool:
+    return isinstance(v, list) and bool(v) and all(isinstance(i, int) for i in v)
+
+
+def take(pick: Pick, x: Operand) -> tuple:
+    """Entries of self read as 1-D (any may repeat: a read, and the gradient adds
+    them up); a 0-d, 1-d (maybe empty) or 2-d index; one entry in four counted
+    from the end. An empty self takes only an empty index."""
+    n = math.prod(x.shape)
+    if n == 0:
+        return ([],)
+    entries: list[int] = []
+
+    def entry() -> int:
+        if entries and pick.chance(0.25):  # now and then one read twice
+            return pick.one_of(tuple(entries))
+        i = pick.ints(0, n - 1)
+        entries.append(i - n if pick.ints(0, 3) == 0 else i)
+        return entries[-1]
+
+    rank = pick.ints(0, 2)
+    if rank == 0:
+        return (entry(),)
+    if rank == 1:
+        return ([entry() for _ in range(pick.ints(0, n + 1))],)
+    rows, cols = pick.ints(1, 2), pick.ints(1, 2)
+    return ([[entry() for _ in range(cols)] for _ in range(rows)],)
+
+
+_TAKE_INDEX = Arg(
+    "index",
+    (
+        Class("0-d", lambda v, x, p: isinstance(v, int)),
+        Class("empty", lambda v, x, p: not _flat(v)),
+        Class("1-d", _one_d),
+        Class("2-d", lambda v, x, p: isinstance(v, list) and any(isinstance(i, list) for i in v)),
+        Class("a repeated entry", lambda v, x, p: _repeated(v, x)),
+        Class("an entry counted from the end", lambda v, x, p: any(i < 0 for i in _flat(v))),
+    ),
+)
+
+
+# ---- gather(dim, index) --------------------------------------------------------------
+def _index_shape(v: object) -> Shape:
+    """The shape of a nested-list index (an int: 0-d)."""
+    shape: list[int] = []
+    while isinstance(v, list):
+        shape.append(len(v))
+        v = v[0] if v else None
+    return tuple(shape)
+
+
+def _gather_repeats(v: object, x: Operand, p: tuple) -> bool:
+    """Two entries of one slice along dim name the same element (defined: reads)."""
+    if isinstance(v, int):
+        return False
+    idx = np.asarray(v)
+    if not idx.size:
+        return False
+    d = p[0] % idx.ndim
+    along = np.moveaxis(idx, d, -1).reshape(-1, idx.shape[d])
+    return any(len(set(row.tolist())) < len(row) for row in along)
+
+
+def gather(pick: Pick, x: Operand) -> tuple | None:
+    """A dim, and an index of self's rank whose sizes are at most self's in the
+    other dims (gather's documented contract), with entries in [0, size(dim))
+    that may repeat; only its last dim may be 0 (a nested list keeps no other
+    zero). A self with a 0 size is left out; a 0-d self takes dim 0 or -1 and
+    a 0-d index 0."""
+    if 0 in x.shape:
+        return None
+    r = len(x.shape)
+    if r == 0:
+        return (pick.one_of((0, -1)), 0)
+    d = pick.ints(0, r - 1)
+    sizes = [pick.ints(1, 3) if k == d else pick.ints(1, x.shape[k]) for k in range(r)]
+    if pick.chance(0.15):
+        sizes[-1] = 0
+    n = x.shape[d]
+
+    def fill(level: int) -> list:
+        if level == r:
+            return pick.ints(0, n - 1)  # type: ignore[return-value]
+        return [fill(level + 1) for _ in range(sizes[level])]
+
+    return (d - r if pick.ints(0, 3) == 0 else d, fill(0))
+
+
+_GATHER_INDEX = Arg(
+    "index",
+    (
+        Class("empty", lambda v, x, p: 0 in _index_shape(v)),
+        Class(
+            "smaller than self in another dim",
+            lambda v, x, p: any(
+                k != p[0] % max(len(x.shape), 1) and s < x.shape[k]
+                for k, s in enumerate(_index_shape(v))
+            ),
+        ),
+        Class("a repeated entry along dim", _gather_repeats),
+        Class("as large as self in the other dims", lambda v, x, p: _as_large(v, x, p)),
+    ),
+)
+
+
+def _as_large(v: object, x: Operand, p: tuple) -> bool:
+    d = p[0] % max(len(x.shape), 1)
+    shape = _index_shape(v)
+    return all(s == x.shape[k] for k, s in enumerate(shape) if k != d)
+
+
+# ---- index_fill_(dim, index, value) --------------------------------------------------
+def index_fill(pick: Pick, x: Operand) -> tuple | None:
+    """A dim of size > 0 (a 0-d self: 0 or -1), a 0-d or 1-d index into it whose
+    entries may repeat (each fills the same value) or count from the end, and a
+    value every dtype holds as itself (0 or 1: the value's dtype is self's)."""
+    r = len(x.shape)
+    sized = tuple(d for d in range(r) if x.shape[d] > 0) if r else (0,)
+    if not sized:
+        return None
+    d = pick.one_of(sized)
+    n = x.shape[d] if r else 1
+    entries = [pick.ints(0, n - 1) for _ in range(pick.ints(0, n + 1))]
+    entries = [i - n if pick.ints(0, 3) == 0 else i for i in entries]
+    index: int | list[int] = entries
+    if len(entries) == 1 and pick.chance(0.3):
+        index = entries[0]  # a 0-d index
+    return (_from_end(pick, d, max(r, 1)), index, pick.one_of((0, 1)))
+
+
+_INDEX_FILL_INDEX = Arg(
+    "index",
+    (
+        Class("0-d", lambda v, x, p: isinstance(v, int)),
+        Class("empty", lambda v, x, p: not _flat(v)),
+        Class("1-d", _one_d),
+        Class("a repeated entry", lambda v, x, p: _repeated_along(v, x, p)),
+        Class("an entry counted from the end", lambda v, x, p: any(i < 0 for i in _flat(v))),
+    ),
+)
+
+
+def _repeated_along(v: object, x: Operand, p: tuple) -> bool:
+    n = x.shape[p[0] % len(x.shape)] if x.shape else 1
+    flat = [i % n for i in _flat(v)]
+    return len(set(flat)) < len(flat)
+
+
+_VALUE = Arg("value", (Class("zero", lambda v, x, p: v == 0), Class("one", lambda v, x, p: v == 1)))
+
+_SPACES: dict[str, ArgSpace] = {
+    "flip": ArgSpace((_FLIP_DIMS,), flip),
+    "cumsum": ArgSpace((_DIM,), one_dim),
+    "take": ArgSpace((_TAKE_INDEX,), take),
+    "gather": ArgSpace((_DIM, _GATHER_INDEX), gather),
+    "index_fill_": ArgSpace(
+        (_DIM, _INDEX_FILL_INDEX, _VALUE),
+        index_fill,
+        (
+            Undefined(
+                "self with elements that share memory (expanded)",
+                "Use of index_fill_ on expanded tensors is deprecated. Please clone() the "
+                "tensor before performing this operation.",
+                "aten/src/ATen/native/TensorAdvancedIndexing.cpp: index_fill_ (a warning)",
+            ),
+        ),
+    ),
+}
+SPACES: dict[str, ArgSpace] = {name: replace(s, op=name) for name, s in _SPACES.items()}
