@@ -281,7 +281,7 @@ def _strides_documented(run: Run, step: Step) -> bool:
         return True
     if OPS[step.op].view and step.op != "reshape":
         return not _layout_unknown(run, step.tensors[0])
-    if step.op == "clone":
+    if step.op == "clone":  # (a source of unknown layout: its strides are not the model's)
         source = run.oracle_pool[step.tensors[0]]
-        return dense(source.shape, source.strides)
+        return dense(source.shape, source.strides) and not _layout_unknown(run, step.tensors[0])
     return False
