@@ -42,6 +42,18 @@ class Leaf:
         out non-contiguously; None for a contiguous one (an empty one always is)."""
         return layout_geometry(tuple(self.values.shape), self.layout)
 
+    def made_by(self, engine):
+        """This leaf in the reference model: engine.leaf with its values, flags and layout
+        (the engine is passed in: strategies import no oracle)."""
+        return engine.leaf(
+            self.values,
+            self.dtype,
+            self.requires_grad,
+            self.device,
+            self.inference,
+            self.geometry(),
+        )
+
     def storage_values(self) -> np.ndarray:
         """The whole storage of a non-contiguous leaf: its values where its
         geometry puts them, zeros elsewhere."""

@@ -115,15 +115,7 @@ class Growth:
         self.retired |= retired_by(step)
         try:
             if step.op == "leaf":
-                leaf = step.leaf
-                result = self.engine.leaf(
-                    leaf.values,
-                    leaf.dtype,
-                    leaf.requires_grad,
-                    leaf.device,
-                    leaf.inference,
-                    leaf.geometry(),
-                )
+                result = step.leaf.made_by(self.engine)
             else:
                 tensors = [self.pool[i] for i in step.tensors]
                 if step.no_grad or step.mode:

@@ -91,15 +91,7 @@ def trace(program: Program) -> list[tuple[str | None, list[str], str | None]]:
         result = None
         try:
             if step.op == "leaf":
-                leaf = step.leaf
-                result = engine.leaf(
-                    leaf.values,
-                    leaf.dtype,
-                    leaf.requires_grad,
-                    leaf.device,
-                    leaf.inference,
-                    leaf.geometry(),
-                )
+                result = step.leaf.made_by(engine)
             else:
                 if any(i >= len(pool) for i in step.tensors):
                     raise MalformedProgram(f"{step.op} uses t{max(step.tensors)} of {len(pool)}")

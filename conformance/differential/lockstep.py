@@ -110,16 +110,7 @@ def _oracle_outcome(run: Run, step: Step) -> tuple[object, OracleError | None]:
     engine = run.engine
     try:
         if step.op == "leaf":
-            leaf = step.leaf
-            made = engine.leaf(
-                leaf.values,
-                leaf.dtype,
-                leaf.requires_grad,
-                leaf.device,
-                leaf.inference,
-                leaf.geometry(),
-            )
-            return made, None
+            return step.leaf.made_by(engine), None
         tensors = [run.oracle_pool[i] for i in step.tensors]
         if step.no_grad or step.mode:
             with oracle_mode(engine, step):
