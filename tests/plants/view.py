@@ -66,16 +66,16 @@ def _(torch):
     wrap_property("_base", get=base)
 
 
-@plant(
-    "view_inplace_untracked@views",
-    "view.inplace_updates_base_grad",
-    "in-place ops on a view that requires grad are not recorded",
-)
-def _(torch):
+def _untracked_view_writes(torch, names: tuple[str, ...], also=lambda base: True) -> None:
+    """In-place ops `names` on a view that requires grad (of a non-leaf, in grad
+    mode, whose base passes `also`) write through .data: the version goes up,
+    autograd records nothing."""
+
     def op(orig, self, *a, **k):
         base = self._base
         if (
             base is not None
+            and also(base)
             and base.grad_fn is not None  # a view of a non-leaf, made in grad mode
             and self.grad_fn is not None
             and torch.is_grad_enabled()
@@ -86,7 +86,16 @@ def _(torch):
             return self
         return orig(self, *a, **k)
 
-    methods(("mul_", "add_", "neg_"), op)
+    methods(names, op)
+
+
+@plant(
+    "view_inplace_untracked@views",
+    "view.inplace_updates_base_grad",
+    "in-place ops on a view that requires grad are not recorded",
+)
+def _(torch):
+    _untracked_view_writes(torch, ("mul_", "add_", "neg_"))
 
 
 @plant(
@@ -95,22 +104,9 @@ def _(torch):
     "in-place ops on a view of a non-contiguous base (a transposed one) are not recorded",
 )
 def _(torch):
-    def op(orig, self, *a, **k):
-        base = self._base
-        if (
-            base is not None
-            and not base.is_contiguous()
-            and base.grad_fn is not None  # a view of a non-leaf, made in grad mode
-            and self.grad_fn is not None
-            and torch.is_grad_enabled()
-        ):
-            version = self._version
-            orig(torch._C.TensorBase.data.__get__(self), *a, **k)
-            set_version(self, version + 1)
-            return self
-        return orig(self, *a, **k)
-
-    methods(("mul_", "add_", "neg_", "zero_", "fill_"), op)
+    _untracked_view_writes(
+        torch, ("mul_", "add_", "neg_", "zero_", "fill_"), lambda base: not base.is_contiguous()
+    )
 
 
 @plant(
