@@ -117,6 +117,12 @@ _TENSOR_T = (
 _NOT_MATRIX = Undefined("operands of rank other than 2", _TENSOR_T, "torch/_tensor_docs.py: T")
 _DIM = _arg("dim", *SIGNED)
 _K = _arg("k", *SIGNED)
+# hsplit / vsplit: how many sections
+_SECTIONS = _arg(
+    "sections",
+    Class("one", lambda v, x, p: v == 1),
+    Class("several", lambda v, x, p: v > 1),
+)
 
 _SPACES: dict[str, ArgSpace] = {
     "getitem": ArgSpace((_arg("index", *_index_classes()),), draws.getitem),
@@ -307,22 +313,14 @@ _SPACES: dict[str, ArgSpace] = {
     ),
     "hsplit_k": ArgSpace(
         (
-            _arg(
-                "sections",
-                Class("one", lambda v, x, p: v == 1),
-                Class("several", lambda v, x, p: v > 1),
-            ),
+            _SECTIONS,
             _K,
         ),
         draws.hsplit,
     ),
     "vsplit_k": ArgSpace(
         (
-            _arg(
-                "sections",
-                Class("one", lambda v, x, p: v == 1),
-                Class("several", lambda v, x, p: v > 1),
-            ),
+            _SECTIONS,
             _K,
         ),
         draws.vsplit,
