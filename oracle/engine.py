@@ -123,7 +123,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         self.undefined, self.may_refuse = None, None
         try:
             out = getattr(self, "_op_" + spec.impl)(spec, ts, p)
-            if spec.inplace and ts[0].storage.byte_viewed:
+            if spec.inplace and spec.impl != "inplace_view" and ts[0].storage.byte_viewed:
                 self._written_under_dtype_view(spec, ts[0])  # (oracle.dtype_views)
             return out
         except OracleError as error:
@@ -440,6 +440,33 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             if "result" in spec.saves:
                 saves["result"] = Saved(t, output=True)
             self._rebase(t, self._node(spec, ts, p, edges, saves, t))
+        return t
+
+    def _op_inplace_view(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        """transpose_, t_, squeeze_, unsqueeze_, swapdims_, as_strided_ (measured on
+        2.13.0): refused where any in-place op on t is (check_inplace, first); t's
+        own shape, strides and offset become the twin view's, over the same storage,
+        its view relation (base, CreationMeta) kept; its version goes up once (an
+        inference tensor's, outside inference_mode: changed, then refused). With
+        grad recorded, t's grad_fn becomes the twin's node on its old history
+        (set_history, not rebase_history: the base's grad_fn stays, a retains_grad
+        hook stays on the old node) and a view's is current, not to regenerate."""
+        t = ts[0]
+        need = self._needs_grad(ts)
+        self._check_inplace(t, need)
+        edges = [t.edge()] if need else None  # collect_next_edges: may regenerate
+        shape, strides, offset, back = spec.geom(t.shape, t.strides, t.offset, *p)
+        in_shape = t.shape
+        t.shape, t.strides, t.offset = shape, strides, offset
+        if t.counterless:  # (as _write: no counter to bump)
+            if not self.inference_enabled:
+                raise OracleError(ErrorKind.INFERENCE_INPLACE)
+        else:
+            t.counter.value += 1
+        if need:
+            bwd = lambda g, sv, needs: [back(g, in_shape)]  # noqa: E731
+            t._fn = Node(spec.name, edges, bwd, (shape, t.dtype))
+            t.attr_version = t.counter.value
         return t
 
     def _op_index_write(self, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:

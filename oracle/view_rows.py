@@ -79,5 +79,35 @@ ROWS: dict[str, dict] = {
     "hsplit_k": _view(("sections", "k"), "{t0}.hsplit({p0})[{p1}]", vo.hsplit_k),
     "vsplit_k": _view(("sections", "k"), "{t0}.vsplit({p0})[{p1}]", vo.vsplit_k),
 }
+
+
+def _inplace_view(name: str, torch: str) -> dict:
+    """transpose_, t_...: the twin's geometry written into t0's own shape,
+    strides and offset (Engine._op_inplace_view); its version goes up once."""
+    twin = ROWS[name[:-1]]
+    return dict(
+        arity=1,
+        params=twin["params"],
+        torch=torch,
+        impl="inplace_view",
+        inplace=True,
+        geom=twin["geom"],
+        overlap_check=False,
+    )
+
+
+# after the views, so that the order in which the differential picks among
+# those stays; only their motif draws them (conformance/differential/inplace_view_motifs.py)
+ROWS.update(
+    {
+        "transpose_": _inplace_view("transpose_", "{t0}.transpose_({p0}, {p1})"),
+        "t_": _inplace_view("t_", "{t0}.t_()"),
+        "squeeze_": _inplace_view("squeeze_", "{t0}.squeeze_({p0})"),
+        "unsqueeze_": _inplace_view("unsqueeze_", "{t0}.unsqueeze_({p0})"),
+        "swapdims_": _inplace_view("swapdims_", "{t0}.swapdims_({p0}, {p1})"),
+        "as_strided_": _inplace_view("as_strided_", "{t0}.as_strided_({p0}, {p1}, {p2})"),
+    }
+)
+INPLACE_VIEWS = tuple(name for name, row in ROWS.items() if row["impl"] == "inplace_view")
 for _name, _row in ROWS.items():
     _row.update(args=SPACES[_name], dtypes=_row.get("dtypes", ALL))

@@ -16,7 +16,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from conformance.differential import grad_argument, grad_identity, gradapi, write_motifs
+from conformance.differential import (
+    grad_argument,
+    grad_identity,
+    gradapi,
+    inplace_view_motifs,
+    write_motifs,
+)
 from conformance.differential.facts import Facts, relation_of
 from conformance.differential.function_rules import function_rule
 from conformance.differential.index_params import INDEX_WRITES
@@ -127,6 +133,8 @@ def attribute(run: Run, d: Discrepancy) -> str:
         return detached
     if (written := write_motifs.rule(f)) is not None:  # out=, resize_, set_, _foreach_
         return written
+    if (changed := inplace_view_motifs.rule(f)) is not None:  # transpose_, t_...
+        return changed
     if kind in _HISTORY_KINDS and any(n <= d.step for n in run.unrecorded_view_writes):
         return "view.inplace_updates_base_grad"
     if (rule := gradapi.attribute(f)) is not None:  # hooks, retain_grad: before the rest

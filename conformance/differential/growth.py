@@ -57,6 +57,8 @@ def _family(name: str) -> str:
         return "function"
     if spec.impl == "writes":  # out=, resize_, set_, _foreach_: only their motifs
         return "writes"
+    if spec.impl == "inplace_view":  # transpose_, t_...: only their motif makes them
+        return "inplace_view"
     if name in LAZY:  # conj(), _neg_view(), view_as_real()...: only their motifs make them
         return "lazy"
     if spec.view:

@@ -63,6 +63,8 @@ def _says(step: Step, names: list[str]) -> str:
         return _SAYS[step.op].format(*names)
     if spec.view:
         return f"a view of {names[0]}"
+    if spec.impl == "inplace_view":
+        return f"changes {names[0]}'s own shape and strides in place (its version goes up)"
     if spec.inplace:
         return f"writes into {names[0]} in place (its version goes up)"
     return "a new tensor" + (f" (saves {', '.join(spec.saves)})" if spec.saves else "")

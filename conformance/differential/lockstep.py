@@ -91,6 +91,8 @@ def _view_write_base(run: Run, step: Step) -> tuple[torch.Tensor | None, object]
     the base and its grad_fn now (held, so that identity means the same node)."""
     if step.op == "leaf" or not OPS[step.op].inplace or step.no_grad:
         return None, None
+    if OPS[step.op].impl == "inplace_view":  # (a view's own node: its base's stays)
+        return None, None
     if not torch.is_grad_enabled():
         return None, None
     base = run.torch_pool[step.tensors[0]]._base

@@ -20,6 +20,7 @@ from conformance.differential.growth import (
     pick_graded,
     tensor_kind,
 )
+from conformance.differential.inplace_view_motifs import INPLACE_VIEW_MOTIFS
 from conformance.differential.lazy_motifs import LAZY_MOTIFS
 from conformance.differential.mode_motifs import MODE_MOTIFS
 from conformance.differential.view_params import CHOSEN
@@ -422,6 +423,7 @@ SURFACE_MOTIFS += (
     _motif_saved_detached,
 )
 SURFACE_MOTIFS += WRITE_MOTIFS  # out=, resize_, set_, _foreach_ (write_motifs.py)
+SURFACE_MOTIFS += INPLACE_VIEW_MOTIFS  # transpose_, t_... (inplace_view_motifs.py)
 SURFACE_MOTIFS += LAZY_MOTIFS  # conj(), _neg_view(), view_as_real()... (lazy_motifs.py)
 from conformance.differential.gradapi import GRADAPI_MOTIFS  # noqa: E402
 

@@ -33,6 +33,22 @@ RULES: tuple[Invariant, ...] = (
         MULTI_OUTPUT_SOURCE,
         ">=1.9",
     ),
+    # --- in-place view ops (issue 37) ---------------------------------------------------
+    Invariant(
+        "view.inplace_view_op",
+        "x.transpose_(), t_(), squeeze_(), unsqueeze_(), swapdims_() and as_strided_() give "
+        "x itself the geometry the out-of-place op gives its view: over the same storage, "
+        "still a view of the same base, with its version counter bumped once. Where autograd "
+        "records them they are refused as any in-place op on x is (a leaf or a view of a leaf "
+        "that requires grad, a view made under no_grad or inference_mode, an output of "
+        "unbind or split), and x's grad_fn maps its gradient back to x's old geometry.",
+        "transpose_(dim0, dim1) -> Tensor: In-place version of Tensor.transpose (and so for "
+        "t_, squeeze_, unsqueeze_, swapdims_, as_strided_); the inplace_view tag: this "
+        "operator only modifies the tensor metadata.",
+        "torch/_tensor_docs.py (Tensor.transpose_, t_, squeeze_, unsqueeze_, swapdims_, "
+        "as_strided_); aten/src/ATen/native/tags.yaml (inplace_view); the refusals: "
+        "torch/csrc/autograd/VariableTypeUtils.h (check_inplace)",
+    ),
     # --- the wider autograd surface (issue 10): lazily resolved and dtype views -------
     Invariant(
         "view.conj_lazy",

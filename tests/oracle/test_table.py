@@ -27,6 +27,7 @@ fn_scale fn_mul_ fn_nondiff fn_view sin_hooked_detach sin_hooked_x2_x2
 add_out mul_out exp_out neg_out resize_ set_
 foreach_add_s_ foreach_mul_s_ foreach_add_l_ foreach_mul_l_
 conj neg_view resolve_conj resolve_neg view_as_real view_as_complex real imag view_dtype""".split()
+NAMES += "transpose_ t_ squeeze_ unsqueeze_ swapdims_ as_strided_".split()  # in-place views
 NAMES += "hook_mul hook_add hook_none hook_removed post_hook_mul grad_cg".split()  # gradapi
 NAMES += """node_prehook_mul node_prehook_add node_prehook_none node_prehook_removed
 acc_prehook_mul acc_prehook_add node_hook_mul node_hook_add node_hook_none

@@ -10,6 +10,7 @@ from .patch import (
     WRITE_METHODS,
     Registry,
     after_writes,
+    keeps_version,
     methods,
     overlapping,
     remember,
@@ -321,3 +322,32 @@ def _(torch):
 )
 def _(torch):
     _dtype_view(torch, lambda x, out, dtype: out.data)
+
+
+# the in-place view ops (issue 37)
+INPLACE_VIEW_METHODS = ("transpose_", "t_", "squeeze_", "unsqueeze_", "swapdims_", "as_strided_")
+
+
+@plant(
+    "inplace_view_keeps_version",
+    "view.inplace_view_op",
+    "transpose_, t_, squeeze_, unsqueeze_, swapdims_ and as_strided_ leave the version alone",
+)
+def _(torch):
+    methods(INPLACE_VIEW_METHODS, keeps_version(lambda t: not t.is_inference()))
+
+
+@plant(
+    "inplace_view_untracked",
+    "view.inplace_view_op",
+    "an in-place view op on a non-leaf that is no view records nothing: its grad_fn keeps "
+    "mapping gradients to the old geometry",
+)
+def _(torch):
+    def op(orig, self, *a, **k):
+        if self._base is None and self.grad_fn is not None and torch.is_grad_enabled():
+            with torch.no_grad():
+                return orig(self, *a, **k)
+        return orig(self, *a, **k)
+
+    methods(INPLACE_VIEW_METHODS, op)
