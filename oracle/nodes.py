@@ -15,7 +15,7 @@ from .bits import apply_bits, between
 from .dtype_views import through_bytes
 from .dtypes import compute_dtype, op_values, round_to
 from .errors import ErrorKind, OracleError
-from .geometry import Shape, has_internal_overlap
+from .geometry import Shape, has_internal_overlap, is_dense
 from .storage import strided
 
 if TYPE_CHECKING:
@@ -133,6 +133,17 @@ def flat_index(offset: int, shape: Shape, strides: Shape) -> np.ndarray:
     for d, (n, s) in enumerate(zip(shape, strides, strict=True)):
         idx += (np.arange(n) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
     return idx
+
+
+def shares_elements(offset: int, shape: Shape, strides: Shape) -> bool:
+    """Two elements of a geometry are one place in memory (expanded, or unfold,
+    as_strided)."""
+    if has_internal_overlap(shape, strides):
+        return True
+    if is_dense(shape, strides):
+        return False
+    mine = flat_index(offset, shape, strides)
+    return np.unique(mine).size < mine.size
 
 
 def _buffer(dtype: type, *indices: np.ndarray) -> np.ndarray:

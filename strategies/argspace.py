@@ -87,6 +87,7 @@ class Operand:
     shape: Shape
     contiguous: bool = True
     offset: int = 0  # its storage offset
+    overlapping: bool = False  # two of its elements are one place in memory
 
 
 # holds(value, operand, all the op's arguments): whether value falls in the class
@@ -109,11 +110,13 @@ class Arg:
 
 @dataclass(frozen=True)
 class Undefined:
-    """A region the documentation leaves undefined (or deprecates): never drawn."""
+    """A region the documentation leaves undefined (or deprecates): never drawn
+    (`ArgSpace.draw` refuses a draw that falls in it)."""
 
     region: str  # which values, in words
     sentence: str  # the documentation's own sentence
     source: str  # where it says so
+    holds: Callable[[Operand, tuple], bool]  # whether a draw falls in the region
 
 
 # choose(pick, operand) -> the arguments, or None where none fit the operand
@@ -135,8 +138,11 @@ class ArgSpace:
     op: str = ""  # the row it belongs to, as DRAWN counts it
 
     def draw(self, pick: Pick, operand: Operand) -> tuple | None:
-        """The arguments (None where none fit), their classes counted in DRAWN."""
+        """The arguments (None where none fit, or where they fall in a region
+        the documentation leaves undefined), their classes counted in DRAWN."""
         args = self.choose(pick, operand)
+        if args is not None and any(u.holds(operand, args) for u in self.undefined):
+            return None
         if args is not None:
             DRAWN.update((self.op, c) for c in self.classes_of(operand, args))
         return args

@@ -239,6 +239,7 @@ _SPACES: dict[str, ArgSpace] = {
                 "Use of index_fill_ on expanded tensors is deprecated. Please clone() the "
                 "tensor before performing this operation.",
                 "aten/src/ATen/native/TensorAdvancedIndexing.cpp: index_fill_ (a warning)",
+                lambda x, args: x.overlapping,
             ),
         ),
     ),

@@ -114,7 +114,12 @@ _TENSOR_T = (
     "The use of Tensor.T() on tensors of dimension other than 2 to reverse their shape"
     " is deprecated and it will throw an error in a future release."
 )
-_NOT_MATRIX = Undefined("operands of rank other than 2", _TENSOR_T, "torch/_tensor_docs.py: T")
+_NOT_MATRIX = Undefined(
+    "operands of rank other than 2",
+    _TENSOR_T,
+    "torch/_tensor_docs.py: T",
+    lambda x, args: len(x.shape) != 2,
+)
 _DIM = _arg("dim", *SIGNED)
 _K = _arg("k", *SIGNED)
 # hsplit / vsplit: how many sections

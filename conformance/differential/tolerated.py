@@ -38,7 +38,8 @@ def value_tolerance(run: Run, step: Step, number: int, i: int, dtype: str) -> tu
         operands = [np.abs(run.oracle_pool[k].values()) for k in step.tensors[: spec.arity]]
         with suite_code(f"the magnitude of {step.op}'s terms"):
             terms = np.abs(spec.fwd(operands, tuple(step.params), dtype))
-        finite = terms[np.isfinite(terms)] if np.ndim(terms) else np.array([terms])
+        terms = np.atleast_1d(terms)  # (a 0-d sum's nan too: no nan atol)
+        finite = terms[np.isfinite(terms)]
         atol += summed_atol(dtype, float(finite.max())) if finite.size else 0.0
     if dtype in PART_OF and _read_as_complex(run, tensor):
         buf = tensor.storage.buf

@@ -7,6 +7,7 @@ from __future__ import annotations
 from conformance.differential.choices import arguments
 from oracle import OPS
 from oracle.geometry import is_contiguous
+from oracle.nodes import shares_elements
 from strategies.argspace import Operand
 from strategies.view_args import SURFACE
 
@@ -16,7 +17,13 @@ CHOSEN = SURFACE
 
 def operand(t) -> Operand:
     """What an argument space sees of oracle tensor `t`."""
-    return Operand(tuple(t.shape), is_contiguous(t.shape, t.strides), t.offset)
+    geometry = (t.offset, tuple(t.shape), tuple(t.strides))
+    return Operand(
+        tuple(t.shape),
+        is_contiguous(t.shape, t.strides),
+        t.offset,
+        overlapping=shares_elements(*geometry),
+    )
 
 
 def view_params(draw, op: str, t) -> tuple | None:
