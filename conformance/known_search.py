@@ -68,6 +68,7 @@ def reports_known_at_the_end(test: Callable[..., Any]) -> Callable[..., Any]:
                 "way, each in a child process"
                 + (f"; known violations also seen: {', '.join(rules)}" if rules else "")
             )
+            problem["detail"] += f"\n{problem['note']}"
             raise watch.CrashedInChild(problem)
         if not SEEN:
             return

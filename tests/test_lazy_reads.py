@@ -61,6 +61,21 @@ def test_a_lazy_program_keeps_lazy_reads_and_is_flagged_before_a_hook_on_a_stale
         assert not crash_patterns.reached(Program(HOOKED, reads=reads))
     fresh = [*STALE[:3], Step("hook_mul", (2,), (2.0,)), Step("mul_s_", (1,), (3.0,))]
     assert not crash_patterns.reached(Program(fresh, reads="lazy"))
+    # nor a second hook, joining the first one's dictionary without reading grad_fn
+    again = [*fresh, Step("hook_add", (2,), (1.0,))]
+    assert not crash_patterns.reached(Program(again, reads="lazy"))
+
+
+def test_a_hook_on_a_stale_view_torch_refuses_is_not_flagged():
+    """One output of several (unbind), stale: its grad_fn is not regenerated
+    but refused, and register_hook raises where the model says it must (drawn
+    at --profile ci --seed 2): it runs in the worker like any program."""
+    steps = [*STALE[:2], Step("unbind_k", (1,), (0, 0)), Step("mul_s_", (1,), (3.0,))]
+    program = Program([*steps, Step("hook_none", (2,), ())], reads="lazy")
+    assert not crash_patterns.reached(program)
+    run, found = execute(program)
+    assert found is None, found
+    assert run.steps_checked == len(program.steps)
 
 
 @pytest.mark.parametrize("layout", LEAF_LAYOUTS)

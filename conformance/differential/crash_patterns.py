@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from conformance.differential.growth import Growth
-from oracle import OTensor
+from oracle import OracleError, OTensor
 from oracle.gradapi import HOOK_ROWS
 from strategies.programs import Program
 
@@ -47,10 +47,28 @@ def hooks_an_unread_stale_view(program: Program) -> bool:
     for step in program.steps:
         if g.over:
             return False  # a failed backward ends the program: no step after it runs
-        if step.op in HOOK_ROWS and stale_view(g.pool[step.tensors[0]]):
+        if step.op in HOOK_ROWS and _regenerates_in_register_hook(g.pool[step.tensors[0]]):
             return True
         g.apply(step)
     return False
+
+
+def _regenerates_in_register_hook(t: OTensor) -> bool:
+    """Whether register_hook on `t` regenerates its grad_fn, as the model's
+    register_hook (oracle/gradapi.py) reads it: a tensor that requires grad,
+    the first hook since its grad_fn changed, a stale view whose regeneration
+    is not refused (one output of several, say: torch raises there instead).
+    Reading it here changes the model's state: the replay stops right after."""
+    if not t.requires_grad or not stale_view(t):
+        return False
+    made_for = getattr(t, "hook_dict_for", None)
+    if made_for is not None and made_for[0] is t._fn:
+        return False  # a later hook joins the dictionary made earlier, unread
+    try:
+        t.grad_fn()
+    except OracleError:
+        return False
+    return True
 
 
 PATTERNS = (CrashPattern("register-hook-stale-view-segfault", hooks_an_unread_stale_view),)
