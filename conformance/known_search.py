@@ -7,6 +7,10 @@ new bug behind it would go unseen. So a violation that a known-failure entry
 covers is kept aside and the search goes on; a violation no entry covers
 fails the test at once; and at the end the first known one is raised, which
 the plugin turns into an expected failure, with its entry's reason.
+
+A known crash met in a child process (conformance/differential/isolation.py)
+is kept aside the same way: the search goes on with the next program, and
+at the end the test is reported crashed, as that known crash.
 """
 
 from __future__ import annotations
@@ -15,14 +19,25 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from conformance import harness
+from conformance import harness, watch
 from conformance.check import InvariantViolation
 from conformance.run_state import known_failure_entries
 
-__all__ = ["SEEN", "KnownViolations", "is_known", "keep", "reports_known_at_the_end"]
+__all__ = [
+    "CRASHES",
+    "SEEN",
+    "KnownViolations",
+    "is_known",
+    "keep",
+    "keep_crash",
+    "reports_known_at_the_end",
+]
 
 # (violation, ops of the minimal program, dtypes) of this test, in order seen
 SEEN: list[tuple[InvariantViolation, set[str], set[str]]] = []
+# known crashes of this test met in child processes: each one's problem (see
+# watch.CrashedInChild), in order seen
+CRASHES: list[dict[str, Any]] = []
 
 
 class KnownViolations(AssertionError):
@@ -41,7 +56,20 @@ def reports_known_at_the_end(test: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(test)
     def run_all(*args: Any, **kwargs: Any) -> None:
         SEEN.clear()
+        CRASHES.clear()
         test(*args, **kwargs)
+        if CRASHES:
+            # a crash is what a reader must see first; the known violations seen
+            # beside it are listed in its note
+            problem = dict(CRASHES[0])
+            rules = sorted({v.invariant for v, _, _ in SEEN})
+            problem["note"] = (
+                f"the test's search went on past it: {len(CRASHES)} program(s) crashed this "
+                "way, each in a child process"
+                + (f"; known violations also seen: {', '.join(rules)}" if rules else "")
+            )
+            problem["detail"] += f"\n{problem['note']}"
+            raise watch.CrashedInChild(problem)
         if not SEEN:
             return
         # the first of each rule, so that every rule seen broken shows xfailed,
@@ -58,6 +86,11 @@ def reports_known_at_the_end(test: Callable[..., Any]) -> Callable[..., Any]:
         raise KnownViolations(seen)
 
     return run_all
+
+
+def keep_crash(problem: dict[str, Any]) -> None:
+    """Keep a known crash aside (its problem carries the entry's `known`)."""
+    CRASHES.append(problem)
 
 
 def is_known(violation: InvariantViolation, column: str, ops: set[str], dtypes: set[str]) -> bool:

@@ -102,7 +102,11 @@ def _unfinished_outcome(report: pytest.TestReport, props: dict, problem: dict) -
     )
     if status != INTERNAL:
         outcome.repro, program = evidence.repro_for(outcome, entries)
-        if program is not None:
+        if program is not None and problem.get("known"):
+            # the crash and its minimal repro are the known entry's finding: a run
+            # that draws it again spends no time on it (each candidate imports torch)
+            problem["repro_note"] = "the chain up to the step that crashed, not minimized"
+        elif program is not None:
             _MINIMIZER.submit(outcome, program)
         elif context and evidence.choices_of(entries):
             problem["repro_note"] = "no repro: replaying the example did not finish in time"
@@ -136,6 +140,8 @@ def problem_of(error: BaseException) -> dict | None:
         return {"status": HUNG, "detail": f"{error} (stopped in-process)", **kept}
     if isinstance(error, watch.ExampleCrashed):
         return {"status": CRASHED, "detail": str(error), **kept}
+    if isinstance(error, watch.CrashedInChild):  # its own entries: the child's steps
+        return dict(error.problem)
     return None
 
 

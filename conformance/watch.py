@@ -88,6 +88,17 @@ class ExampleCrashed(BaseException):
     """torch ran out of memory: the process survived, the example did not."""
 
 
+class CrashedInChild(BaseException):
+    """A child process running part of an example (a differential program
+    that reaches a known crash pattern) died: `problem` is the report's
+    account of it (status, detail, the entries its example is shown by, and
+    `known`: the known-crash entry's reason, where one covers it)."""
+
+    def __init__(self, problem: dict[str, Any]) -> None:
+        self.problem = problem
+        super().__init__(problem.get("detail", "a child process crashed"))
+
+
 # torch's words when an allocation fails (CPU and CUDA allocators)
 _OUT_OF_MEMORY = ("can't allocate memory", "out of memory", "CUDA out of memory")
 

@@ -8,9 +8,19 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
+from packaging.version import Version
 
-from conformance.known_failures import KnownFailuresError, load
+from conformance import evidence, harness, outcomes, watch
+from conformance.differential import isolation
+from conformance.differential.crash_repro import run_script
+from conformance.differential.lockstep import execute
+from conformance.differential.program_check import check_program
+from conformance.known_failures import SHIPPED, KnownFailuresError, load
+from conformance.known_search import reports_known_at_the_end
+from strategies.programs import Program
 from tests.conftest import run_suite
+from tests.test_lazy_reads import HOOKED, STALE
 
 PROPERTY = "test_detach.py::test_detach_shares_storage"
 SEED = "test_seeds.py::test_seed000_detach[cpu]"
@@ -102,3 +112,76 @@ def test_a_listed_crash_does_not_fail_the_run_and_another_still_does(tmp_path, e
         assert run.returncode == 1, run.stdout[-3000:]
         assert problem["known"] == ""
         assert report["invariants"]["detach.shares_storage"]["status"] == "crashed"
+
+
+# --- A differential program that reaches a known crash pattern runs in a child
+# (conformance/differential/crash_patterns.py, isolation.py)
+
+DIFFERENTIAL = "test_differential.py::test_torch_agrees_with_the_reference_model[cpu-0]"
+# torch up to 2.14.1 segfaults on HOOKED's register_hook (findings.toml `bad`)
+CRASHES_HERE = Version(torch.__version__).release < (2, 15)
+
+
+def _search(monkeypatch, programs: list[Program]) -> tuple[list[int], BaseException | None]:
+    """The differential's search over `programs`, as its test runs it (as one
+    of its node IDs: pytest sets its own as each phase starts): the steps
+    counted after each program, and what the search raised at the end."""
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", f"{DIFFERENTIAL} (call)")
+    counted: list[int] = []
+
+    def search() -> None:
+        for program in programs:
+            check_program(program, "cpu")
+            counted.append(harness.COVERAGE.steps)
+
+    harness.reset_coverage()
+    try:
+        reports_known_at_the_end(search)()
+    except BaseException as error:  # noqa: BLE001 - the verdict under test
+        return counted, error
+    return counted, None
+
+
+@pytest.fixture
+def in_the_differential(monkeypatch):
+    shipped = load(SHIPPED)
+    monkeypatch.setattr(isolation, "known_failure_entries", lambda: shipped)
+    return monkeypatch
+
+
+def test_a_known_crash_in_a_program_is_reported_and_the_search_goes_on(in_the_differential):
+    hooked = Program(HOOKED, reads="lazy")
+    following = [Program(STALE, reads=reads) for reads in ("", "no_grad", "lazy")]
+    steps = [execute(p)[0].steps_checked for p in following]
+    assert all(steps), steps
+    counted, raised = _search(in_the_differential, [hooked, *following])
+    assert len(counted) == 1 + len(following)  # every program after the crash ran
+    if not CRASHES_HERE:  # a build with the fix: the child's lockstep check counts
+        assert raised is None
+        assert counted[0] == len(HOOKED)
+        return
+    assert isinstance(raised, watch.CrashedInChild), raised
+    problem = raised.problem
+    assert problem["status"] == "crashed" and "Segmentation fault" in problem["detail"]
+    assert "register_hook on a view whose base was written" in problem["known"]
+    assert "1 program(s) crashed this way" in problem["note"]
+    # the crashed program counts no step; each following one is checked in full
+    assert counted == [0, *(sum(steps[: i + 1]) for i in range(len(steps)))]
+    # the step running when it crashed is the hook (HOOKED's step 4), and the
+    # repro script crash_repro.py makes of it crashes a fresh interpreter too
+    example = evidence.example_text(problem["entries"])
+    running = [line for line in example.splitlines() if "<- running when it happened" in line]
+    assert len(running) == 1 and ".register_hook(lambda g: g * 2.0)" in running[0]
+    script, program = evidence.repro_for(
+        outcomes.TestOutcome(DIFFERENTIAL, (), "cpu", "crashed"), problem["entries"]
+    )
+    assert len(program.steps) == 5
+    assert run_script(script, 60)[0] == "crashed"
+
+
+@pytest.mark.skipif(not CRASHES_HERE, reason="torch has the fix for pytorch/pytorch#196459")
+def test_a_crash_no_entry_covers_ends_the_search_as_a_crash(in_the_differential):
+    in_the_differential.setattr(isolation, "known_failure_entries", lambda: [])
+    counted, raised = _search(in_the_differential, [Program(HOOKED, reads="lazy"), Program(STALE)])
+    assert isinstance(raised, watch.CrashedInChild), raised
+    assert "known" not in raised.problem and counted == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conformance.differential import crash_patterns
 from conformance.differential.growth import Growth
 from conformance.differential.lockstep import execute
 from conformance.differential.observe import UNREAD
@@ -37,15 +38,44 @@ def test_a_stale_view_agrees_however_grad_fn_is_read(reads):
     assert (UNREAD in flags) == (reads == "lazy")
 
 
-def test_a_lazy_program_reads_before_a_hook_on_a_stale_view():
+# STALE's first four steps, then a hook on the stale view t2 (its grad_fn unread
+# since t1 was written) and a backward through it
+HOOKED = [*STALE[:4], Step("hook_mul", (2,), (2.0,)), Step("sum", (2,)), Step("backward", (3,))]
+
+
+def test_a_lazy_program_keeps_lazy_reads_and_is_flagged_before_a_hook_on_a_stale_view():
     """register_hook on a stale view, its grad_fn unread, crashes torch up to
-    2.14.1 (pytorch/pytorch#196459): the program reads under no_grad instead."""
+    2.14.1 (pytorch/pytorch#196459): the generator draws it all the same (the
+    program keeps its lazy reads), and crash_patterns flags the program, which
+    the differential then runs in a child process."""
     g = Growth(("cpu",), ("float32",), reads="lazy")
-    for step in STALE[:4]:
+    for step in HOOKED:
         g.apply(step)
     assert g.reads == "lazy"
-    g.apply(Step("hook_mul", (2,), (2.0,)))
-    assert g.reads == "no_grad"
+    assert len(g.steps) == len(HOOKED)
+    flagged = crash_patterns.reached(Program(g.steps, reads=g.reads))
+    assert flagged == ("register-hook-stale-view-segfault",)
+    # read after every step (in grad mode or under no_grad), the view's grad_fn is
+    # regenerated before the hook: not flagged; nor is a hook on a view read since
+    for reads in ("", "no_grad"):
+        assert not crash_patterns.reached(Program(HOOKED, reads=reads))
+    fresh = [*STALE[:3], Step("hook_mul", (2,), (2.0,)), Step("mul_s_", (1,), (3.0,))]
+    assert not crash_patterns.reached(Program(fresh, reads="lazy"))
+    # nor a second hook, joining the first one's dictionary without reading grad_fn
+    again = [*fresh, Step("hook_add", (2,), (1.0,))]
+    assert not crash_patterns.reached(Program(again, reads="lazy"))
+
+
+def test_a_hook_on_a_stale_view_torch_refuses_is_not_flagged():
+    """One output of several (unbind), stale: its grad_fn is not regenerated
+    but refused, and register_hook raises where the model says it must (drawn
+    at --profile ci --seed 2): it runs in the worker like any program."""
+    steps = [*STALE[:2], Step("unbind_k", (1,), (0, 0)), Step("mul_s_", (1,), (3.0,))]
+    program = Program([*steps, Step("hook_none", (2,), ())], reads="lazy")
+    assert not crash_patterns.reached(program)
+    run, found = execute(program)
+    assert found is None, found
+    assert run.steps_checked == len(program.steps)
 
 
 @pytest.mark.parametrize("layout", LEAF_LAYOUTS)

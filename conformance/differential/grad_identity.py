@@ -23,12 +23,19 @@ KIND = "grad_identity"
 _ASSIGNS = ("set_grad", "zero_grad")
 
 
-def held(pool: list[torch.Tensor]) -> dict[int, torch.Tensor]:
-    """Pool index -> the tensor that leaf's .grad is, for leaves that have one."""
+def held(pool: list[torch.Tensor], lazy: bool = False) -> dict[int, torch.Tensor]:
+    """Pool index -> the tensor that leaf's .grad is, for leaves that have one.
+
+    `lazy` (a program that leaves grad_fn unread, Program.reads): a view that
+    requires grad is passed over, as its is_leaf reads grad_fn, which
+    regenerates a stale view's: the lazy path would never be seen (nor
+    register_hook's crash on it, pytorch/pytorch#196459)."""
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (is_leaf is read first: a non-leaf's .grad warns)
         for i, t in enumerate(pool):
+            if lazy and t.requires_grad and t._base is not None:
+                continue
             try:
                 if t.is_leaf and (g := t.grad) is not None:
                     out[i] = g
@@ -43,7 +50,7 @@ def replaced(run, number: int, step, before: dict[int, torch.Tensor]) -> Discrep
     assigns it (the model's leaf has post_hooks)."""
     if not before:
         return None
-    after = held(run.torch_pool)
+    after = held(run.torch_pool, run.program.reads == "lazy")
     for i, g in before.items():
         if step.op in _ASSIGNS and step.tensors[:1] == (i,):
             continue

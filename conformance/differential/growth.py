@@ -21,7 +21,7 @@ from conformance.differential.lockstep import retired_by
 from conformance.differential.modes import oracle_mode
 from conformance.differential.view_params import view_params
 from oracle import OPS, Engine, OracleError, OTensor
-from oracle.gradapi import GRADAPI_OPS, HOOK_ROWS
+from oracle.gradapi import GRADAPI_OPS
 from strategies.dtypes import DTYPES, seeded_values
 from strategies.programs import (
     LEAF_LAYOUTS,
@@ -101,18 +101,15 @@ class Growth:
     steps: list[Step] = field(default_factory=list)
     over: bool = False
     retired: set[int] = field(default_factory=set)  # tensors made .grad (lockstep.retired_by)
-    reads: str = ""  # how grad_fn is read after each step (Program.reads)
+    # how grad_fn is read after each step (Program.reads): a lazy program keeps its
+    # lazy reads whatever it draws (a hook on a stale view crashes torch up to 2.14:
+    # crash_patterns.py sends such a program to a child process, not the generator)
+    reads: str = ""
 
     def apply(self, step: Step) -> None:
         """Run a step on the oracle, keep it, and grow the pool."""
         if self.over:
             return  # a failed backward ends the program
-        if self.reads == "lazy" and step.op in HOOK_ROWS and _stale(self.pool[step.tensors[0]]):
-            # register_hook on a view whose base was written in place, its grad_fn
-            # unread since, regenerates it inside register_hook and crashes torch
-            # up to 2.14.1 (pytorch/pytorch#196459): such a program reads grad_fn
-            # after each step instead, under no_grad (which regenerates it)
-            self.reads = "no_grad"
         self.steps.append(step)
         self.retired |= retired_by(step)
         try:
@@ -132,11 +129,6 @@ class Growth:
             self.over = True
         if isinstance(result, OTensor) and all(result is not t for t in self.pool):
             self.pool.append(result)
-
-
-def _stale(t: OTensor) -> bool:
-    """A view whose grad_fn the next read regenerates (or refuses)."""
-    return t.base is not None and t.attr_version != t.counter.value
 
 
 def new_leaf(

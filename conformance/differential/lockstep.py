@@ -146,7 +146,8 @@ def _execute(program: Program, exhaustive: bool) -> tuple[Run, Discrepancy | Non
     for number, step in enumerate(program.steps):
         base, before = _view_write_base(run, step)
         watch.note(step=number)  # a crash or hang in this step leaves its number
-        grads = grad_identity.held(run.torch_pool)  # the tensors leaves' .grad are
+        # the tensors leaves' .grad are
+        grads = grad_identity.held(run.torch_pool, program.reads == "lazy")
         with write_checks.recording(run, step):  # out=: the resize warning
             t_result, t_error = _torch_step(run, step)
         if step.op == "backward_g":

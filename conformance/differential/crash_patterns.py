@@ -1,0 +1,79 @@
+"""Programs that reach a known crash of torch, told by their steps.
+
+The differential draws what torch promises, known bugs included: a program
+is never steered around one. But a step that segfaults takes the process
+down, and with it the rest of the test's programs. So a program that
+reaches a crash pattern listed here runs in a child process
+(`isolation.py`): where torch crashes, the known-crash entry that names the
+pattern's finding (conformance/known-failures.toml) reports it and the
+search goes on; where it does not (a build with the fix), the child's
+lockstep check counts like any other program's.
+
+Each pattern is decided from the program's steps, replayed on the model
+(no torch): whatever torch release runs, the same programs are flagged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from conformance.differential.growth import Growth
+from oracle import OracleError, OTensor
+from oracle.gradapi import HOOK_ROWS
+from strategies.programs import Program
+
+
+@dataclass(frozen=True)
+class CrashPattern:
+    finding: str  # the finding's id (findings.toml), named by its known-crash entry
+    reaches: Callable[[Program], bool]
+
+
+def stale_view(t: OTensor) -> bool:
+    """A view whose grad_fn the next read regenerates (or refuses)."""
+    return t.base is not None and t.attr_version != t.counter.value
+
+
+def hooks_an_unread_stale_view(program: Program) -> bool:
+    """register_hook on a view whose base was written in place, its grad_fn
+    unread since: register_hook regenerates it while it makes the hook
+    dictionary, which segfaults torch up to 2.14.1 (pytorch/pytorch#196459).
+    Only a lazy program leaves grad_fn unread between steps; the others read
+    it after every step, which regenerates it first."""
+    if program.reads != "lazy" or not any(s.op in HOOK_ROWS for s in program.steps):
+        return False  # the common case, decided without replaying the model
+    g = Growth((), ())
+    for step in program.steps:
+        if g.over:
+            return False  # a failed backward ends the program: no step after it runs
+        if step.op in HOOK_ROWS and _regenerates_in_register_hook(g.pool[step.tensors[0]]):
+            return True
+        g.apply(step)
+    return False
+
+
+def _regenerates_in_register_hook(t: OTensor) -> bool:
+    """Whether register_hook on `t` regenerates its grad_fn, as the model's
+    register_hook (oracle/gradapi.py) reads it: a tensor that requires grad,
+    the first hook since its grad_fn changed, a stale view whose regeneration
+    is not refused (one output of several, say: torch raises there instead).
+    Reading it here changes the model's state: the replay stops right after."""
+    if not t.requires_grad or not stale_view(t):
+        return False
+    made_for = getattr(t, "hook_dict_for", None)
+    if made_for is not None and made_for[0] is t._fn:
+        return False  # a later hook joins the dictionary made earlier, unread
+    try:
+        t.grad_fn()
+    except OracleError:
+        return False
+    return True
+
+
+PATTERNS = (CrashPattern("register-hook-stale-view-segfault", hooks_an_unread_stale_view),)
+
+
+def reached(program: Program) -> tuple[str, ...]:
+    """The findings of the crash patterns `program` reaches."""
+    return tuple(p.finding for p in PATTERNS if p.reaches(program))
