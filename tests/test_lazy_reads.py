@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from conformance.differential import crash_patterns
+from conformance.differential.crash_repro import up_to
 from conformance.differential.growth import Growth
 from conformance.differential.lockstep import execute
+from conformance.differential.minimize import without
 from conformance.differential.observe import UNREAD
 from strategies.programs import LEAF_LAYOUTS, Leaf, Program, Step
 
@@ -87,3 +89,11 @@ def test_a_non_contiguous_leaf_agrees(layout):
     assert found is None, found
     assert run.observed[1][0].strides == leaf.leaf.geometry()[0]
     assert run.torch_pool[0].grad is not None
+
+
+def test_a_shorter_program_reads_as_the_program_it_came_from():
+    """The minimizer's and the crash repro's shorter programs keep the way the
+    program reads grad_fn: a lazy program's discrepancy is minimized lazily."""
+    program = Program([*STALE[:4], Step("hook_mul", (2,), (2.0,))], reads="lazy")
+    assert without(program, {3}).reads == "lazy"
+    assert up_to(program, 2).reads == "lazy"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from conformance import children
 from conformance.differential.listing import step_lines, trace
@@ -44,7 +45,7 @@ def up_to(program: Program, step: int | None) -> Program:
     """The steps that ran: those after the one that crashed never did."""
     if step is None or step >= len(program.steps):
         return program
-    return Program(list(program.steps[: step + 1]), render=program.render)
+    return replace(program, steps=list(program.steps[: step + 1]))
 
 
 def run_script(script: str, timeout: float) -> tuple[str, str]:

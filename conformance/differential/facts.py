@@ -5,11 +5,13 @@ whether a variant of the chain fails again the same way."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from conformance.differential.lockstep import execute
 from conformance.differential.minimize import same_failure
 from conformance.differential.run import Discrepancy, Run
 from oracle import OPS
-from strategies.programs import Program, Step
+from strategies.programs import Step
 
 # The relation an op creates between its result and its first operand.
 RELATION = {
@@ -61,7 +63,7 @@ class Facts:
     def fails_again(self, steps: list[Step]) -> bool:
         """Whether `steps`, a variant of the chain up to the failing step, fail
         there the same way."""
-        run, found = execute(Program(steps, render=self.run.program.render), exhaustive=True)
+        run, found = execute(replace(self.run.program, steps=steps), exhaustive=True)
         return found is not None and found.step == self.d.step and same_failure(self.d)(run, found)
 
     # -- lineage --------------------------------------------------------

@@ -54,7 +54,7 @@ def without(program: Program, removed: set[int]) -> Program:
         if made[number] is not None:
             renumber[made[number]] = len(renumber)
         keep.append(replace(step, tensors=tuple(renumber[t] for t in step.tensors)))
-    return Program(keep, render=program.render)
+    return replace(program, steps=keep)
 
 
 def well_formed(program: Program) -> bool:
@@ -120,7 +120,7 @@ def minimize(
         return (r, d) if d is not None and same_failure(r, d) else None
 
     # the steps after the failing one never ran
-    shorter = Program(program.steps[: found.step + 1], render=program.render)
+    shorter = replace(program, steps=program.steps[: found.step + 1])
     if (result := fails(shorter)) is not None:
         program, (run, found) = shorter, result
     chunk = max(1, len(program.steps) // 2)
@@ -144,7 +144,7 @@ def minimize(
         if step.op == "leaf" and not np.all(step.leaf.values == 1):
             steps = list(program.steps)
             steps[number] = _plain_values(step)
-            candidate = Program(steps, render=program.render)
+            candidate = replace(program, steps=steps)
             if (result := fails(candidate)) is not None:
                 program, (run, found) = candidate, result
     return program, run, found, True
