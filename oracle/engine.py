@@ -170,7 +170,9 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         out = {}
         for token in spec.saves:
             what, _, cond = token.partition("_if_")
-            if what == "result" or (cond and edges[0 if cond.startswith("self") else 1] is None):
+            if what.startswith("result") or (
+                cond and edges[0 if cond.startswith("self") else 1] is None
+            ):
                 continue
             if what == "other" and spec.scalar_operand:  # the wrapped-number tensor
                 t = new_tensor(round_to(np.asarray(p[0]), ts[0].dtype), ts[0].dtype, ())
@@ -264,6 +266,35 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             return self._view_result("mT", hidden, geom, self._edge_once(hidden)())
         out = self._result(spec, ts, p, values, dtype, strides, edges, saves)
         out.counter.value = version  # 1 where torch finished with an in-place squeeze_
+        return out
+
+    def _op_multi(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        """Output p[-1] of an op that returns several new tensors (max(dim), std_mean):
+        one node for the call, recorded on its differentiable output; `resultN` in
+        the row's saves is output N, saved as an output (the others are not returned,
+        but the node holds what it saved of them)."""
+        t = ts[0]
+        edges = [t.edge()] if self._needs_grad(ts) else None
+        saves = self._saves(spec, ts, p, edges, (False, False)) if edges is not None else {}
+        if spec.check is not None:
+            spec.check([t.shape], p)
+        with np.errstate(all="ignore"):
+            arrays = spec.fwd([op_values(t.values(), t.dtype)], p, t.dtype)
+        outs = []
+        for values, dtype in zip(arrays, spec.outputs, strict=True):
+            dtype = t.dtype if dtype == "self" else dtype
+            values = np.asarray(values)
+            outs.append(
+                new_tensor(
+                    round_to(values, dtype), dtype, geo.contiguous_strides(values.shape), t.device
+                )
+            )
+        out = outs[p[-1]]
+        if edges is not None and differentiable(out.dtype):
+            for token in spec.saves:
+                if token.startswith("result"):
+                    saves[token] = Saved(outs[int(token[len("result") :])], output=True)
+            out._fn = self._node(spec, ts, p, edges, saves, out)
         return out
 
     def _op_clone(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:

@@ -64,6 +64,10 @@ class OpSpec:
     cross_dtype: bool = False  # t1 may have another dtype than t0
     max_ndim: int | None = None  # operand ranks modelled exactly (matmul: 2)
     multi_output: bool = False  # one output of an op that returns several views
+    # an op that returns several new tensors (not views): each output's dtype, "self"
+    # (self's) or a dtype's name; the row is one output, p[-1], as view rows are
+    # (`x.max(0)[1]`); fwd gives every output, bwd the gradient of output p[-1]
+    outputs: tuple[str, ...] = ()
     sums: bool = False  # the result sums terms: compared to their magnitude (oracle.tolerances)
     # |g|, |saved| -> the magnitude of the terms a backward formula that cancels
     # sums (tanh's 1 - r * r near r = ±1): its gradient is compared to them
@@ -636,6 +640,54 @@ _row(
     fwd=lambda xs, p, dt: _index_fill(xs[0], *p),
     bwd=lambda g, sv, p, n, s: [_index_fill(g, p[0], p[1], 0)],
 )
+
+
+def _max_dim(x: np.ndarray, dim: int, keepdim: bool) -> tuple[np.ndarray, np.ndarray]:
+    """x.max(dim, keepdim): the values and the index of the first maximal value
+    (documented), a nan the maximum (numpy's argmax, too, takes the first nan);
+    a 0-d x is itself, at index 0."""
+    if not x.ndim:
+        return x.copy(), np.zeros((), np.int64)
+    d = view_geometry.wrap_dim(dim, x.ndim)
+    values = np.max(x, axis=d, keepdims=keepdim)
+    return values, np.argmax(x, axis=d, keepdims=keepdim).astype(np.int64)
+
+
+def _max_dim_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
+    """value_selecting_reduction_backward: zeros like self, the gradient put at the
+    saved indices (a tie: only the index max returned gets it)."""
+    shape, (dim, keepdim, _) = shapes[0], p
+    if not shape:
+        return [np.asarray(g).copy()]
+    d = view_geometry.wrap_dim(dim, len(shape))
+    idx = np.asarray(sv["result1"]).astype(np.int64)
+    g = np.asarray(g)
+    if not keepdim:
+        idx, g = np.expand_dims(idx, d), np.expand_dims(g, d)
+    out = np.zeros(shape, dtype=g.dtype)
+    np.put_along_axis(out, idx, g, axis=d)
+    return [out]
+
+
+# x.max(dim, keepdim)[k]: values (k 0, self's dtype) and indices (k 1, int64), two new
+# contiguous tensors of one call; MaxBackward0 is recorded on values and saves the
+# indices (derivatives.yaml: `value_selecting_reduction_backward(grad, dim, indices,
+# self.sizes(), keepdim)`; measured: _saved_indices, result1), so writing them in
+# place breaks backward, and a second backward raises. Complex is refused
+_row(
+    "max_dim_k",
+    1,
+    ("dim", "keepdim", "k"),
+    "{t0}.max({p0}, keepdim={p1})[{p2}]",
+    "multi",
+    dtypes=("float", "int", "bool"),
+    saves=("result1",),
+    outputs=("self", "int64"),
+    args=op_args.SPACES["max_dim_k"],
+    fwd=lambda xs, p, dt: _max_dim(xs[0], p[0], p[1]),
+    bwd=_max_dim_bwd,
+)
+
 _row(
     "mm",
     2,

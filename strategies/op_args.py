@@ -225,11 +225,41 @@ def _repeated_along(v: object, x: Operand, p: tuple) -> bool:
 
 _VALUE = Arg("value", (Class("zero", lambda v, x, p: v == 0), Class("one", lambda v, x, p: v == 1)))
 
+
+# ---- max(dim, keepdim)[k] ------------------------------------------------------------
+def reduce_dim(pick: Pick, x: Operand) -> tuple | None:
+    """A dim to reduce whose size is not 0 (max refuses an empty reduction: not a
+    valid call), one in four counted from the end; a 0-d tensor takes 0 or -1."""
+    r = len(x.shape)
+    sized = tuple(d for d in range(r) if x.shape[d] > 0) if r else (0,)
+    if not sized:
+        return None
+    return (_from_end(pick, pick.one_of(sized), max(r, 1)),)
+
+
+def max_dim(pick: Pick, x: Operand) -> tuple | None:
+    """dim, keepdim, and which output: 0 the values, 1 the indices."""
+    dim = reduce_dim(pick, x)
+    if dim is None:
+        return None
+    return (*dim, pick.one_of((False, True)), pick.one_of((0, 1)))
+
+
+_KEEPDIM = Arg(
+    "keepdim",
+    (Class("True", lambda v, x, p: v is True), Class("False", lambda v, x, p: v is False)),
+)
+_MAX_OUTPUT = Arg(
+    "k",
+    (Class("values", lambda v, x, p: v == 0), Class("indices", lambda v, x, p: v == 1)),
+)
+
 _SPACES: dict[str, ArgSpace] = {
     "flip": ArgSpace((_FLIP_DIMS,), flip),
     "cumsum": ArgSpace((_DIM,), one_dim),
     "take": ArgSpace((_TAKE_INDEX,), take),
     "gather": ArgSpace((_DIM, _GATHER_INDEX), gather),
+    "max_dim_k": ArgSpace((_DIM, _KEEPDIM, _MAX_OUTPUT), max_dim),
     "index_fill_": ArgSpace(
         (_DIM, _INDEX_FILL_INDEX, _VALUE),
         index_fill,

@@ -388,3 +388,62 @@ def test_lerp_saves_no_tensor():
     eng.call("backward_g", [y, eng.leaf(np.ones(2), F64)], (False,))
     eng.call("backward_g", [y, eng.leaf(np.ones(2), F64)], (False,))  # nothing freed
     np.testing.assert_array_equal(end.grad, [1.0, 1.0])
+
+
+# ---- max(dim)[k]: values and indices -----------------------------------------------
+def test_max_dim_values_and_indices_by_hand():
+    eng = Engine()
+    x = eng.leaf(np.array([[1.0, 3.0, 3.0], [np.nan, 2.0, np.nan]]), F64)
+    v = eng.call("max_dim_k", [x], (1, False, 0))
+    i = eng.call("max_dim_k", [x], (-1, False, 1))
+    np.testing.assert_array_equal(v.values(), [3.0, np.nan])  # nan is the maximum
+    # ties: "the indices of the first maximal value are returned" (torch.max's doc)
+    np.testing.assert_array_equal(i.values(), [1, 0])
+    assert (v.dtype, i.dtype, v.version, i.version) == (F64, "int64", 0, 0)
+    k = eng.call("max_dim_k", [x], (0, True, 1))
+    assert k.shape == (1, 3) and k.strides == (3, 1)
+    np.testing.assert_array_equal(k.values(), [[1, 0, 1]])
+    s = eng.call("max_dim_k", [eng.leaf(np.array(5.0), F64)], (-1, True, 1))
+    assert s.shape == () and s.values() == 0  # a 0-d self: itself, at index 0
+    b = eng.call("max_dim_k", [eng.leaf(np.array([[True, False, True]]), "bool")], (1, False, 1))
+    np.testing.assert_array_equal(b.values(), [0])
+    with pytest.raises(TypeError):  # max(): does not support complex input
+        eng.call("max_dim_k", [eng.leaf(np.array([1j]), "complex128")], (0, False, 0))
+
+
+def test_max_dim_gradients():
+    w = np.array([1.0, 2.0])
+
+    def program(e, ls):
+        return e.call("max_dim_k", [e.call("mul_s", [ls[0]], (1.0,))], (1, False, 0))
+
+    _, (g,) = run(program, [np.array([[1.0, 3.0, 3.0], [5.0, 2.0, 0.0]])], grad_out=w)
+    np.testing.assert_array_equal(g, [[0, 1, 0], [2, 0, 0]])  # a tie: the first index only
+    _grads_match(program, [np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -4.0]])], w)
+
+    def kept(e, ls):
+        return e.call("max_dim_k", [e.call("mul_s", [ls[0]], (1.0,))], (0, True, 0))
+
+    _grads_match(kept, [np.array([[0.5, -1.0], [3.0, 0.25], [-2.0, 7.0]])], np.array([[1.0, 3.0]]))
+
+
+def test_max_dim_saves_its_indices():
+    """Writing the saved indices breaks backward; writing the values does not
+    (measured on 2.13.0: `v, i = x.max(1); i.zero_(); v.sum().backward()` raises)."""
+    assert OPS["max_dim_k"].saves == ("result1",)
+    eng = Engine()
+    x = eng.leaf(np.array([[1.0, 3.0, 3.0]]), F64, requires_grad=True)
+    y = eng.call("add_s", [x], (0.0,))
+    v = eng.call("max_dim_k", [y], (1, False, 0))
+    assert v.has_grad_fn
+    saved = v._fn.saved["result1"]
+    saved.counter.value += 1  # what a write to the (unreturned) indices does
+    raises(ErrorKind.SAVED_TENSOR_MODIFIED, eng.call, "backward", [v], (False,))
+    v2 = eng.call("max_dim_k", [y], (1, False, 0))
+    eng.call("mul_s_", [v2], (2.0,))  # the values written in place: backward still runs
+    eng.call("backward", [v2], (True,))
+    np.testing.assert_array_equal(x.grad, [[0, 2, 0]])
+    eng.call("backward", [v2], (False,))
+    raises(ErrorKind.BACKWARD_TWICE, eng.call, "backward", [v2], (False,))
+    i = eng.call("max_dim_k", [y], (1, False, 1))
+    assert not i.requires_grad and i._fn is None  # indices: int64, no grad_fn
