@@ -13,7 +13,7 @@ from . import geometry as geo
 from . import gradapi, graph, modes, view_geometry, write_ops
 from .complex_views import ComplexViews, ReinterpretingViews, byte_overlap_status
 from .dtype_views import DtypeViews
-from .dtypes import DTYPES, compute_dtype, differentiable, kind, op_values, round_to
+from .dtypes import DTYPES, REAL_OF, compute_dtype, differentiable, kind, op_values, round_to
 from .errors import ErrorKind, OracleError
 from .functions import FunctionOps
 from .graph import run_backward
@@ -282,7 +282,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             arrays = spec.fwd([op_values(t.values(), t.dtype)], p, t.dtype)
         outs = []
         for values, dtype in zip(arrays, spec.outputs, strict=True):
-            dtype = t.dtype if dtype == "self" else dtype
+            dtype = {"self": t.dtype, "real": REAL_OF.get(t.dtype, t.dtype)}.get(dtype, dtype)
             values = np.asarray(values)
             outs.append(
                 new_tensor(

@@ -65,8 +65,9 @@ class OpSpec:
     max_ndim: int | None = None  # operand ranks modelled exactly (matmul: 2)
     multi_output: bool = False  # one output of an op that returns several views
     # an op that returns several new tensors (not views): each output's dtype, "self"
-    # (self's) or a dtype's name; the row is one output, p[-1], as view rows are
-    # (`x.max(0)[1]`); fwd gives every output, bwd the gradient of output p[-1]
+    # (self's), "real" (self's real dtype: a complex var's) or a dtype's name; the row
+    # is one output, p[-1], as view rows are (`x.max(0)[1]`); fwd gives every output,
+    # bwd the gradient of output p[-1]
     outputs: tuple[str, ...] = ()
     sums: bool = False  # the result sums terms: compared to their magnitude (oracle.tolerances)
     # |g|, |saved| -> the magnitude of the terms a backward formula that cancels
@@ -688,6 +689,65 @@ _row(
     bwd=_max_dim_bwd,
 )
 
+
+def _moments(x: np.ndarray, dim: int, correction: int, keepdim: bool) -> tuple:
+    """(var, mean) over dim: var = sum |x - mean|^2 / (N - correction), real for a
+    complex x; a 0-d x is reduced as of shape (1,)."""
+    x = x.reshape(1) if not x.ndim else x
+    d = view_geometry.wrap_dim(dim, x.ndim)
+    mean = x.mean(axis=d, keepdims=True)
+    dev = x - mean
+    var = np.sum((dev * np.conj(dev)).real, axis=d, keepdims=True) / (x.shape[d] - correction)
+    return var, mean
+
+
+def _var_mean(x: np.ndarray, p: tuple, root: bool) -> tuple:
+    dim, correction, keepdim, _ = p
+    var, mean = _moments(x, dim, correction, keepdim)
+    shape = _reduce_check([x.shape], (dim,)) if not keepdim else var.shape if x.ndim else ()
+    return tuple(np.reshape(a, shape) for a in (np.sqrt(var) if root else var, mean))
+
+
+def _var_mean_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
+    """var_mean_backward / std_mean_backward for the gradient of output k alone:
+    var's 2 (x - mean) g / (N - correction) (std's: g / (2 std) first, 0 where std
+    is 0), mean's g / N, each brought back over the reduced dim."""
+    (dim, correction, keepdim, k), shape = p, shapes[0]
+    x = sv["self"].reshape(1) if not shape else sv["self"]
+    d = view_geometry.wrap_dim(dim, x.ndim)
+    g = np.asarray(g)
+    g = g.reshape(g.shape if keepdim and shape else np.expand_dims(g, d).shape)
+    n = x.shape[d]
+    if k == 1:
+        return [np.broadcast_to(g / n, x.shape).reshape(shape).copy()]
+    if "result0" in sv:  # std: the gradient of the variance under it
+        std = np.asarray(sv["result0"]).reshape(g.shape)
+        g = np.where(std == 0, 0, g / (2 * np.where(std == 0, 1, std)))
+    dev = x - x.mean(axis=d, keepdims=True)
+    return [(2.0 / (n - correction) * g * dev).reshape(shape)]
+
+
+# torch.var_mean / torch.std_mean(x, dim, correction=c, keepdim=)[k]: (var or std, mean),
+# two new contiguous tensors of one call, var and std real for a complex x; one node,
+# VarMeanBackward0 saving self, StdMeanBackward0 self and its std (derivatives.yaml:
+# `std_mean_backward(grads[0], grads[1], self, result0, ...)`; measured: _saved_self,
+# _saved_result0), which it reads for either output's gradient: writing the std breaks
+# the mean's backward too (2.13.0), writing the mean breaks neither
+for _n, _root in (("var_mean_k", False),):
+    _row(
+        _n,
+        1,
+        ("dim", "correction", "keepdim", "k"),
+        f"torch.{_n[:-2]}({{t0}}, {{p0}}, correction={{p1}}, keepdim={{p2}})[{{p3}}]",
+        "multi",
+        dtypes=FC,
+        saves=("self", "result0") if _root else ("self",),
+        outputs=("real", "self"),
+        sums=True,
+        args=op_args.SPACES[_n],
+        fwd=lambda xs, p, dt, r=_root: _var_mean(xs[0], p, r),
+        bwd=_var_mean_bwd,
+    )
 _row(
     "mm",
     2,

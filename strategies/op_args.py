@@ -254,12 +254,56 @@ _MAX_OUTPUT = Arg(
     (Class("values", lambda v, x, p: v == 0), Class("indices", lambda v, x, p: v == 1)),
 )
 
+
+# ---- var_mean, std_mean(dim, correction, keepdim)[k] -----------------------------------
+def var_mean(pick: Pick, x: Operand) -> tuple | None:
+    """A dim with more elements than the correction (0 or 1: fewer degrees of
+    freedom than 1 is the undefined region below), keepdim, which output."""
+    r = len(x.shape)
+    sizes = x.shape if r else (1,)
+    correction = pick.one_of((0, 1))
+    fit = tuple(d for d in range(len(sizes)) if sizes[d] > correction)
+    if not fit:
+        fit, correction = tuple(d for d in range(len(sizes)) if sizes[d] > 0), 0
+    if not fit:
+        return None
+    dim = _from_end(pick, pick.one_of(fit), len(sizes))
+    return (dim, correction, pick.one_of((False, True)), pick.one_of((0, 1)))
+
+
+_CORRECTION = Arg(
+    "correction",
+    (
+        Class("0 (biased)", lambda v, x, p: v == 0),
+        Class("1 (Bessel's, the default)", lambda v, x, p: v == 1),
+    ),
+)
+
+
+def _moments_output(first: str) -> Arg:
+    return Arg("k", (Class(first, lambda v, x, p: v == 0), Class("mean", lambda v, x, p: v == 1)))
+
+
+def _no_freedom(name: str) -> Undefined:
+    return Undefined(
+        "a correction as large as the reduced dim's size (no degrees of freedom)",
+        f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than "
+        "the reduction factor (input numel divided by output numel).",
+        "aten/src/ATen/native/ReduceOps.cpp: std_var_all_cpu / std_var_out (a warning)",
+    )
+
+
 _SPACES: dict[str, ArgSpace] = {
     "flip": ArgSpace((_FLIP_DIMS,), flip),
     "cumsum": ArgSpace((_DIM,), one_dim),
     "take": ArgSpace((_TAKE_INDEX,), take),
     "gather": ArgSpace((_DIM, _GATHER_INDEX), gather),
     "max_dim_k": ArgSpace((_DIM, _KEEPDIM, _MAX_OUTPUT), max_dim),
+    "var_mean_k": ArgSpace(
+        (_DIM, _CORRECTION, _KEEPDIM, _moments_output("var")),
+        var_mean,
+        (_no_freedom("var_mean"),),
+    ),
     "index_fill_": ArgSpace(
         (_DIM, _INDEX_FILL_INDEX, _VALUE),
         index_fill,

@@ -447,3 +447,49 @@ def test_max_dim_saves_its_indices():
     raises(ErrorKind.BACKWARD_TWICE, eng.call, "backward", [v2], (False,))
     i = eng.call("max_dim_k", [y], (1, False, 1))
     assert not i.requires_grad and i._fn is None  # indices: int64, no grad_fn
+
+
+# ---- var_mean(dim, correction, keepdim)[k] ---------------------------------------
+def test_var_mean_by_hand():
+    eng = Engine()
+    x = eng.leaf(np.array([[1.0, 2.0, 4.0], [0.0, 0.0, 3.0]]), F64)
+    var = eng.call("var_mean_k", [x], (1, 1, False, 0))
+    np.testing.assert_allclose(var.values(), [7 / 3, 3.0])  # (16 + 1 + 25) / 9 / 2
+    biased = eng.call("var_mean_k", [x], (-1, 0, True, 0))
+    assert biased.shape == (2, 1)
+    np.testing.assert_allclose(biased.values(), [[14 / 9], [2.0]])
+    mean = eng.call("var_mean_k", [x], (0, 1, False, 1))
+    np.testing.assert_allclose(mean.values(), [0.5, 1.0, 3.5])
+    c = eng.leaf(np.array([1j, 2.0]), "complex128")
+    cv = eng.call("var_mean_k", [c], (0, 1, False, 0))  # torch 2.13.0: tensor(2.5000)
+    assert cv.dtype == F64 and np.isclose(cv.values(), 2.5)
+    cm = eng.call("var_mean_k", [c], (0, 1, False, 1))  # tensor(1.+0.5000j)
+    assert cm.dtype == "complex128" and np.isclose(cm.values(), 1 + 0.5j)
+    s = eng.call("var_mean_k", [eng.leaf(np.array(2.0), F64)], (-1, 0, True, 0))
+    assert s.shape == () and s.values() == 0.0  # a 0-d self, biased: var 0
+
+
+@pytest.mark.parametrize("args", [(1, 1, False), (-2, 0, True), (0, 1, False)])
+@pytest.mark.parametrize("k", [0, 1])
+def test_var_mean_gradients(args, k):
+    arrays = [np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -4.0]])]
+
+    def program(e, ls):
+        return e.call("var_mean_k", [e.call("mul_s", [ls[0]], (1.0,))], (*args, k))
+
+    out = run(program, arrays)[0]
+    w = np.arange(1.0, 1.0 + out.values().size).reshape(out.shape)
+    _grads_match(program, arrays, w)
+
+
+def test_var_mean_saves_self_alone():
+    """Measured on 2.13.0: VarMeanBackward0 saves _saved_self (and dim,
+    correction, keepdim): writing its var in place breaks no backward."""
+    assert OPS["var_mean_k"].saves == ("self",)
+    eng = Engine()
+    x = eng.leaf(np.array([[1.0, 2.0, 4.0]]), F64, requires_grad=True)
+    y = eng.call("add_s", [x], (0.0,))
+    var = eng.call("var_mean_k", [y], (1, 1, False, 0))
+    eng.call("mul_s_", [var], (2.0,))
+    eng.call("backward", [var], (False,))
+    np.testing.assert_allclose(x.grad, 2 * np.array([[-4 / 3, -1 / 3, 5 / 3]]))
