@@ -733,7 +733,7 @@ def _var_mean_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) 
 # `std_mean_backward(grads[0], grads[1], self, result0, ...)`; measured: _saved_self,
 # _saved_result0), which it reads for either output's gradient: writing the std breaks
 # the mean's backward too (2.13.0), writing the mean breaks neither
-for _n, _root in (("var_mean_k", False),):
+for _n, _root in (("var_mean_k", False), ("std_mean_k", True)):
     _row(
         _n,
         1,

@@ -304,6 +304,11 @@ _SPACES: dict[str, ArgSpace] = {
         var_mean,
         (_no_freedom("var_mean"),),
     ),
+    "std_mean_k": ArgSpace(
+        (_DIM, _CORRECTION, _KEEPDIM, _moments_output("std")),
+        var_mean,
+        (_no_freedom("std_mean"),),
+    ),
     "index_fill_": ArgSpace(
         (_DIM, _INDEX_FILL_INDEX, _VALUE),
         index_fill,

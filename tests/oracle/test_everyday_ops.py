@@ -493,3 +493,61 @@ def test_var_mean_saves_self_alone():
     eng.call("mul_s_", [var], (2.0,))
     eng.call("backward", [var], (False,))
     np.testing.assert_allclose(x.grad, 2 * np.array([[-4 / 3, -1 / 3, 5 / 3]]))
+
+
+# ---- std_mean(dim, correction, keepdim)[k] ---------------------------------------
+def test_std_mean_by_hand():
+    eng = Engine()
+    x = eng.leaf(np.array([[1.0, 2.0, 4.0], [0.0, 0.0, 3.0]]), F64)
+    std = eng.call("std_mean_k", [x], (1, 1, False, 0))
+    np.testing.assert_allclose(std.values(), np.sqrt([7 / 3, 3.0]))
+    kept = eng.call("std_mean_k", [x], (-1, 0, True, 0))
+    assert kept.shape == (2, 1)
+    np.testing.assert_allclose(kept.values(), np.sqrt([[14 / 9], [2.0]]))
+    mean = eng.call("std_mean_k", [x], (0, 1, False, 1))
+    np.testing.assert_allclose(mean.values(), [0.5, 1.0, 3.5])
+    c = eng.call("std_mean_k", [eng.leaf(np.array([1j, 2.0]), "complex128")], (0, 1, False, 0))
+    assert c.dtype == F64 and np.isclose(c.values(), np.sqrt(2.5))
+
+
+@pytest.mark.parametrize("args", [(1, 1, False), (-2, 0, True), (0, 1, False)])
+@pytest.mark.parametrize("k", [0, 1])
+def test_std_mean_gradients(args, k):
+    arrays = [np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -4.0]])]
+
+    def program(e, ls):
+        return e.call("std_mean_k", [e.call("mul_s", [ls[0]], (1.0,))], (*args, k))
+
+    out = run(program, arrays)[0]
+    w = np.arange(1.0, 1.0 + out.values().size).reshape(out.shape)
+    _grads_match(program, arrays, w)
+
+
+def test_std_gradient_is_zero_where_std_is_zero():
+    """std_backward masks grad / (2 std) to 0 where std is 0 (2.13.0: tensor([0., 0.]))."""
+
+    def program(e, ls):
+        return e.call("std_mean_k", [e.call("mul_s", [ls[0]], (1.0,))], (0, 1, False, 0))
+
+    _, (g,) = run(program, [np.array([1.0, 1.0])], grad_out=np.array(1.0))
+    np.testing.assert_array_equal(g, [0.0, 0.0])
+
+
+def test_std_mean_saves_its_std():
+    """Measured on 2.13.0: `s, m = torch.std_mean(y, 1); s.mul_(2);
+    m.sum().backward()` raises (StdMeanBackward0 unpacks result0 for either
+    output's gradient); writing m instead breaks nothing."""
+    assert OPS["std_mean_k"].saves == ("self", "result0")
+    eng = Engine()
+    x = eng.leaf(np.array([[1.0, 2.0, 4.0]]), F64, requires_grad=True)
+    y = eng.call("add_s", [x], (0.0,))
+    std = eng.call("std_mean_k", [y], (1, 1, False, 0))
+    eng.call("mul_s_", [std], (2.0,))  # the saved std itself, written
+    raises(ErrorKind.SAVED_TENSOR_MODIFIED, eng.call, "backward", [std], (False,))
+    mean = eng.call("std_mean_k", [y], (1, 1, False, 1))
+    eng.call("mul_s_", [mean], (2.0,))
+    eng.call("backward", [mean], (False,))
+    np.testing.assert_allclose(x.grad, [[2 / 3, 2 / 3, 2 / 3]])
+    mean2 = eng.call("std_mean_k", [y], (1, 1, False, 1))
+    mean2._fn.saved["result0"].counter.value += 1  # the (unreturned) std, written
+    raises(ErrorKind.SAVED_TENSOR_MODIFIED, eng.call, "backward", [mean2], (False,))
