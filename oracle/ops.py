@@ -748,6 +748,61 @@ for _n, _root in (("var_mean_k", False), ("std_mean_k", True)):
         fwd=lambda xs, p, dt, r=_root: _var_mean(xs[0], p, r),
         bwd=_var_mean_bwd,
     )
+
+
+def _kept_shape(shape: tuple, dim: int | None) -> tuple:
+    """shape with the reduced dims (dim, or every one for None) kept as 1."""
+    if dim is None or not shape:
+        return (1,) * len(shape)
+    d = view_geometry.wrap_dim(dim, len(shape))
+    return shape[:d] + (1,) + shape[d + 1 :]
+
+
+def _aminmax(x: np.ndarray, dim: int | None, keepdim: bool) -> tuple:
+    """torch.aminmax(x, dim=, keepdim=): (min, max), nan propagated; dim None reduces
+    every dim (keepdim: to 1s); a 0-d x is itself."""
+    shape = _kept_shape(x.shape, dim)
+    if not keepdim:
+        shape = () if dim is None else _reduce_check([x.shape], (dim,)) if x.ndim else ()
+    axis = None if dim is None or not x.ndim else view_geometry.wrap_dim(dim, x.ndim)
+    return tuple(np.reshape(f(x, axis=axis), shape) for f in (np.min, np.max))
+
+
+def _aminmax_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
+    """derivatives.yaml: scale_grad_by_count(restore_reduced_dims(grad), result ==
+    self, dim): a tie shares the gradient evenly; a nan row gets nan (no element
+    equals its nan result: g / 0 * 0)."""
+    (dim, _, k), shape = p, shapes[0]
+    kept = _kept_shape(shape, dim)
+    x, r = sv["self"], np.reshape(sv[f"result{k}"], kept)
+    mask = r == x
+    axes = tuple(
+        i for i, (a, b) in enumerate(zip(kept, shape, strict=True)) if a != b or dim is None
+    )
+    count = mask.sum(axis=axes, keepdims=True) if shape else mask
+    with np.errstate(all="ignore"):
+        return [(np.reshape(g, kept) / count * mask).reshape(shape)]
+
+
+# torch.aminmax(x, dim=, keepdim=)[k]: (min, max), two new contiguous tensors of one
+# call, of self's dtype (complex not implemented). Measured on 2.13.0: one
+# AminmaxBackward0 on both, saving _saved_self, _saved_min, _saved_max (result0 and
+# result1) and reading all of them for either output's gradient: writing max in
+# place breaks min's backward ("output 1 of AminmaxBackward0"); a tie shares the
+# gradient ([1, 3, 3]: 0, .5, .5); dim None reduces all (an empty self refused)
+_row(
+    "aminmax_k",
+    1,
+    ("dim", "keepdim", "k"),
+    "torch.aminmax({t0}, dim={p0}, keepdim={p1})[{p2}]",
+    "multi",
+    dtypes=("float", "int", "bool"),
+    saves=("self", "result0", "result1"),
+    outputs=("self", "self"),
+    args=op_args.SPACES["aminmax_k"],
+    fwd=lambda xs, p, dt: _aminmax(xs[0], p[0], p[1]),
+    bwd=_aminmax_bwd,
+)
 _row(
     "mm",
     2,

@@ -255,6 +255,33 @@ _MAX_OUTPUT = Arg(
 )
 
 
+# ---- aminmax(dim=, keepdim=)[k] --------------------------------------------------------
+def aminmax(pick: Pick, x: Operand) -> tuple | None:
+    """dim: None (every dim; not of an empty self, refused) or a dim whose size
+    is not 0; keepdim; which output (0 min, 1 max)."""
+    if pick.chance(0.25) and math.prod(x.shape) > 0:
+        dim: tuple = (None,)
+    else:
+        found = reduce_dim(pick, x)
+        if found is None:
+            return None
+        dim = found
+    return (*dim, pick.one_of((False, True)), pick.one_of((0, 1)))
+
+
+_REDUCE_DIM = Arg(
+    "dim",
+    (
+        Class("None (every dim)", lambda v, x, p: v is None),
+        Class("counted from the start", lambda v, x, p: v is not None and v >= 0),
+        Class("counted from the end", lambda v, x, p: v is not None and v < 0),
+    ),
+)
+_MINMAX_OUTPUT = Arg(
+    "k", (Class("min", lambda v, x, p: v == 0), Class("max", lambda v, x, p: v == 1))
+)
+
+
 # ---- var_mean, std_mean(dim, correction, keepdim)[k] -----------------------------------
 def var_mean(pick: Pick, x: Operand) -> tuple | None:
     """A dim with more elements than the correction (0 or 1: fewer degrees of
@@ -299,6 +326,7 @@ _SPACES: dict[str, ArgSpace] = {
     "take": ArgSpace((_TAKE_INDEX,), take),
     "gather": ArgSpace((_DIM, _GATHER_INDEX), gather),
     "max_dim_k": ArgSpace((_DIM, _KEEPDIM, _MAX_OUTPUT), max_dim),
+    "aminmax_k": ArgSpace((_REDUCE_DIM, _KEEPDIM, _MINMAX_OUTPUT), aminmax),
     "var_mean_k": ArgSpace(
         (_DIM, _CORRECTION, _KEEPDIM, _moments_output("var")),
         var_mean,

@@ -551,3 +551,55 @@ def test_std_mean_saves_its_std():
     mean2 = eng.call("std_mean_k", [y], (1, 1, False, 1))
     mean2._fn.saved["result0"].counter.value += 1  # the (unreturned) std, written
     raises(ErrorKind.SAVED_TENSOR_MODIFIED, eng.call, "backward", [mean2], (False,))
+
+
+# ---- aminmax(dim=, keepdim=)[k] ------------------------------------------------------
+def test_aminmax_by_hand():
+    eng = Engine()
+    x = eng.leaf(np.array([[1.0, 3.0, 3.0], [np.nan, 2.0, 5.0]]), F64)
+    lo = eng.call("aminmax_k", [x], (1, False, 0))
+    hi = eng.call("aminmax_k", [x], (-1, True, 1))
+    np.testing.assert_array_equal(lo.values(), [1.0, np.nan])  # nan propagates
+    assert hi.shape == (2, 1)
+    np.testing.assert_array_equal(hi.values(), [[3.0], [np.nan]])
+    every = eng.call("aminmax_k", [eng.leaf(np.ones((2, 3)), F64)], (None, True, 0))
+    assert every.shape == (1, 1)
+    s = eng.call("aminmax_k", [eng.leaf(np.array(2.0), F64)], (0, False, 1))
+    assert s.shape == () and s.values() == 2.0
+    b = eng.call("aminmax_k", [eng.leaf(np.array([True, False]), "bool")], (0, False, 1))
+    assert b.dtype == "bool" and b.values()
+
+
+def test_aminmax_gradients():
+    """A tie shares the gradient (scale_grad_by_count), a nan row is all nan;
+    measured on 2.13.0 for [[1, 3, 3], [nan, 2, 5]] and 100, 1000 on max:
+    [[0, 50, 50], [nan, nan, nan]]."""
+
+    def program(e, ls):
+        return e.call("aminmax_k", [e.call("mul_s", [ls[0]], (1.0,))], (1, False, 1))
+
+    x = np.array([[1.0, 3.0, 3.0], [np.nan, 2.0, 5.0]])
+    _, (g,) = run(program, [x], grad_out=np.array([100.0, 1000.0]))
+    np.testing.assert_array_equal(g, [[0, 50, 50], [np.nan] * 3])
+    w = np.array([1.0, -2.0])
+    _grads_match(program, [np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -4.0]])], w)
+
+    def every(e, ls):
+        return e.call("aminmax_k", [e.call("mul_s", [ls[0]], (1.0,))], (None, False, 0))
+
+    _grads_match(every, [np.array([[0.5, -1.0], [3.0, 0.25]])], np.array(3.0))
+
+
+def test_aminmax_saves_both_outputs():
+    """Measured on 2.13.0: `mn, mx = torch.aminmax(y, dim=1); mx.mul_(2);
+    mn.sum().backward()` raises (output 1 of AminmaxBackward0)."""
+    assert OPS["aminmax_k"].saves == ("self", "result0", "result1")
+    eng = Engine()
+    x = eng.leaf(np.array([[1.0, 3.0, 3.0]]), F64, requires_grad=True)
+    y = eng.call("add_s", [x], (0.0,))
+    lo = eng.call("aminmax_k", [y], (1, False, 0))
+    lo._fn.saved["result1"].counter.value += 1  # what a write to the max does
+    raises(ErrorKind.SAVED_TENSOR_MODIFIED, eng.call, "backward", [lo], (False,))
+    hi = eng.call("aminmax_k", [y], (1, False, 1))
+    eng.call("mul_s_", [hi], (2.0,))  # the saved max itself
+    raises(ErrorKind.SAVED_TENSOR_MODIFIED, eng.call, "backward", [hi], (False,))
