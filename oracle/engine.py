@@ -50,6 +50,8 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         # neither outcome is promised (set with `undefined`)
         self.may_refuse: ErrorKind | None = None
         self._retainers: weakref.WeakSet[OTensor] = weakref.WeakSet()
+        # unsafe_split and co.: (input's counter and version, output's) at each call
+        self._unsafe_splits: list[tuple] = []
 
     @contextlib.contextmanager
     def no_grad(self) -> Iterator[None]:
@@ -297,6 +299,31 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             out._fn = self._node(spec, ts, p, edges, saves, out)
         return out
 
+    def _op_unsafe_split(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        """An output of unsafe_split, unsafe_chunk, unsafe_split_with_sizes: split's
+        piece of t's memory, but no view (measured: _base None), with a version
+        counter of its own, so autograd lets it be written; its node
+        (UnsafeSplitBackward0) puts the gradient into the piece and saves nothing."""
+        t = ts[0]
+        edges = [t.edge()] if self._needs_grad(ts) else None
+        shape, strides, offset, back = spec.geom(t.shape, t.strides, t.offset, *p)
+        out = OTensor(t.storage, offset, shape, strides, t.dtype, VersionCounter(), t.device)
+        out.conj, out.neg = t.conj, t.neg
+        out.inference = out.counterless = t.counterless  # an inference tensor's: one too
+        if edges is not None:
+            in_shape = t.shape
+            out._fn = Node(spec.name, edges, lambda g, sv, n: [back(g, in_shape)], (shape, t.dtype))
+        if not t.counterless:
+            self._unsafe_splits.append((t.storage, t.counter, t.counter.value, out.counter, 0))
+        return out
+
+    def _unsafe_split_written(self, t: OTensor) -> None:
+        """unsafe_split's docs: "If both the input and one or more of the outputs are
+        modified inplace, gradients computed by autograd will be silently incorrect"."""
+        for storage, c_in, v_in, c_out, v_out in self._unsafe_splits:
+            if storage is t.storage and c_in.value != v_in and c_out.value != v_out:
+                self.undefined = "the input and an output of unsafe_split both written"
+
     def _op_clone(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
         t = ts[0]
         edges = [t.edge()] if self._needs_grad(ts) else None
@@ -433,6 +460,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
                 return  # inside inference_mode: allowed, no version bump
             raise OracleError(ErrorKind.INFERENCE_INPLACE)
         t.counter.value += 1
+        self._unsafe_split_written(t)
 
     def _rebase(self, t: OTensor, node: Node) -> None:
         """rebase_history: the in-place node becomes t's history (its base's, for a view)."""

@@ -17,7 +17,7 @@ import numpy as np
 from strategies import op_args
 from strategies.argspace import ArgSpace
 
-from . import complex_views, gradapi, index_ops, view_geometry, view_rows, write_rows
+from . import complex_views, gradapi, index_ops, view_geometry, view_ops, view_rows, write_rows
 from .dtypes import REAL_OF, kind, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import (
@@ -803,6 +803,22 @@ _row(
     fwd=lambda xs, p, dt: _aminmax(xs[0], p[0], p[1]),
     bwd=_aminmax_bwd,
 )
+# unsafe_split(...)[k]: split's pieces, in memory,
+# but not views: "Works like torch.split() but without enforcing the autograd
+# restrictions on inplace modification of the outputs" (torch/_torch_docs.py); saves
+# no tensor (derivatives.yaml: split_backward(grads, split_size, dim, self.sizes(), ...))
+for _n, _tpl, _geom in (
+    ("unsafe_split_k", "{t0}.unsafe_split({p0}, {p1})[{p2}]", view_ops.split_k),
+):
+    _row(
+        _n,
+        1,
+        view_rows.ROWS[_n.removeprefix("unsafe_")]["params"],
+        _tpl,
+        "unsafe_split",
+        geom=_geom,
+        args=op_args.SPACES[_n],
+    )
 _row(
     "mm",
     2,

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from . import view_args
 from .argspace import Arg, ArgSpace, Class, Operand, Pick, Undefined
 
 Shape = tuple[int, ...]
@@ -350,4 +351,7 @@ _SPACES: dict[str, ArgSpace] = {
         ),
     ),
 }
+# unsafe_split and co. take split's arguments (strategies.view_args), counted as their own
+for _name in ("unsafe_split_k",):
+    _SPACES[_name] = view_args.SPACES[_name.removeprefix("unsafe_")]
 SPACES: dict[str, ArgSpace] = {name: replace(s, op=name) for name, s in _SPACES.items()}

@@ -603,3 +603,46 @@ def test_aminmax_saves_both_outputs():
     hi = eng.call("aminmax_k", [y], (1, False, 1))
     eng.call("mul_s_", [hi], (2.0,))  # the saved max itself
     raises(ErrorKind.SAVED_TENSOR_MODIFIED, eng.call, "backward", [hi], (False,))
+
+
+# ---- unsafe_split(size, dim)[k] ------------------------------------------------------
+def _unsafe_piece(op: str, args: tuple) -> tuple:
+    eng = Engine()
+    x = eng.leaf(np.arange(1.0, 7.0), F64, requires_grad=True)
+    y = eng.call("mul_s", [x], (2.0,))
+    return eng, x, y, eng.call(op, [y], args)
+
+
+def test_unsafe_split_outputs_are_written_and_backward_runs():
+    """Measured on 2.13.0: `a = y.unsafe_split(2)[1]` shares y's memory (offset 2)
+    but _base is None and its version counter is its own; a.mul_(10) bumps a
+    alone, writes y's memory, and backward runs (UnsafeSplitBackward0 saves
+    _saved_dim, _saved_split_size, _saved_self_sym_sizes: no tensor)."""
+    eng, x, y, a = _unsafe_piece("unsafe_split_k", (2, 0, 1))
+    assert a.storage is y.storage and (a.offset, a.shape, a.strides) == (2, (2,), (1,))
+    assert a.base is None and a.counter is not y.counter and not a.multi_output
+    eng.call("mul_s_", [a], (10.0,))
+    assert (a.version, y.version) == (1, 0)
+    np.testing.assert_array_equal(y.values(), [2, 4, 60, 80, 10, 12])
+    eng.call("backward_g", [a, eng.leaf(np.array([1.0, 2.0]), F64)], (False,))
+    np.testing.assert_array_equal(x.grad, [0, 0, 20, 40, 0, 0])
+    assert eng.undefined is None
+    _, _, _, last = _unsafe_piece("unsafe_split_k", (4, -1, 1))  # the shorter last piece
+    assert last.shape == (2,) and last.offset == 4
+
+
+def test_unsafe_split_input_and_output_both_written_is_undefined():
+    """ "If both the input and one or more of the outputs are modified inplace,
+    gradients computed by autograd will be silently incorrect" (its docs)."""
+    eng, x, y, a = _unsafe_piece("unsafe_split_k", (3, 0, 0))
+    eng.call("add_s_", [y], (1.0,))  # the input alone: defined
+    assert eng.undefined is None
+    eng.call("mul_s_", [a], (2.0,))
+    assert eng.undefined is not None
+
+
+def test_unsafe_split_gradient_by_finite_differences():
+    def program(e, ls):
+        return e.call("unsafe_split_k", [e.call("mul_s", [ls[0]], (1.0,))], (2, 1, 1))
+
+    _grads_match(program, [np.arange(12.0).reshape(3, 4)], np.arange(6.0).reshape(3, 2))
