@@ -803,13 +803,18 @@ _row(
     fwd=lambda xs, p, dt: _aminmax(xs[0], p[0], p[1]),
     bwd=_aminmax_bwd,
 )
-# unsafe_split, unsafe_chunk(...)[k]: split's pieces, in memory,
+# unsafe_split, unsafe_chunk, unsafe_split_with_sizes(...)[k]: split's pieces, in memory,
 # but not views: "Works like torch.split() but without enforcing the autograd
 # restrictions on inplace modification of the outputs" (torch/_torch_docs.py); saves
 # no tensor (derivatives.yaml: split_backward(grads, split_size, dim, self.sizes(), ...))
 for _n, _tpl, _geom in (
     ("unsafe_split_k", "{t0}.unsafe_split({p0}, {p1})[{p2}]", view_ops.split_k),
     ("unsafe_chunk_k", "{t0}.unsafe_chunk({p0}, {p1})[{p2}]", view_ops.chunk_k),
+    (
+        "unsafe_split_with_sizes_k",
+        "{t0}.unsafe_split_with_sizes({p0}, {p1})[{p2}]",
+        view_ops.split_with_sizes_k,
+    ),
 ):
     _row(
         _n,

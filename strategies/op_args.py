@@ -352,6 +352,6 @@ _SPACES: dict[str, ArgSpace] = {
     ),
 }
 # unsafe_split and co. take split's arguments (strategies.view_args), counted as their own
-for _name in ("unsafe_split_k", "unsafe_chunk_k"):
+for _name in ("unsafe_split_k", "unsafe_chunk_k", "unsafe_split_with_sizes_k"):
     _SPACES[_name] = view_args.SPACES[_name.removeprefix("unsafe_")]
 SPACES: dict[str, ArgSpace] = {name: replace(s, op=name) for name, s in _SPACES.items()}

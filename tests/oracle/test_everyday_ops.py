@@ -664,3 +664,21 @@ def test_unsafe_chunk_outputs_are_written_and_backward_runs():
         return e.call("unsafe_chunk_k", [e.call("mul_s", [ls[0]], (1.0,))], (2, -2, 0))
 
     _grads_match(program, [np.arange(12.0).reshape(3, 4)], np.arange(8.0).reshape(2, 4))
+
+
+# ---- unsafe_split_with_sizes(sizes, dim)[k] ------------------------------------------
+def test_unsafe_split_with_sizes_outputs_are_written_and_backward_runs():
+    """Measured on 2.13.0: UnsafeSplitWithSizesBackward0, pieces of
+    split_with_sizes, not views, written in place, backward runs."""
+    eng, x, y, a = _unsafe_piece("unsafe_split_with_sizes_k", ([1, 5], 0, 1))
+    assert (a.offset, a.shape, a.base) == (1, (5,), None)
+    eng.call("mul_s_", [a], (3.0,))
+    eng.call("backward_g", [a, eng.leaf(np.ones(5), F64)], (False,))
+    np.testing.assert_array_equal(x.grad, [0, 6, 6, 6, 6, 6])
+
+    def program(e, ls):
+        return e.call(
+            "unsafe_split_with_sizes_k", [e.call("mul_s", [ls[0]], (1.0,))], ([3, 1], 1, 0)
+        )
+
+    _grads_match(program, [np.arange(8.0).reshape(2, 4)], np.arange(6.0).reshape(2, 3))
