@@ -291,6 +291,8 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
                     round_to(values, dtype), dtype, geo.contiguous_strides(values.shape), t.device
                 )
             )
+        for o in outs:
+            o.outputs = outs
         out = outs[p[-1]]
         if edges is not None and differentiable(out.dtype):
             for token in spec.saves:
