@@ -2,7 +2,8 @@
 both outputs kept, one written in place, backward through the other (or the
 same): backward raises exactly where the node saved the written output
 (std_mean's std, aminmax's min and max, max's indices), as the model's rows
-say."""
+say. And unsafe_split, unsafe_chunk, unsafe_split_with_sizes: their outputs,
+unlike split's, may be written in place, and backward still runs."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ MULTI = {
     "var_mean_k": lambda x, dim, c, keepdim: torch.var_mean(x, dim, correction=c, keepdim=keepdim),
     "std_mean_k": lambda x, dim, c, keepdim: torch.std_mean(x, dim, correction=c, keepdim=keepdim),
 }
+UNSAFE = ("unsafe_split_k", "unsafe_chunk_k", "unsafe_split_with_sizes_k")
 
 
 def _float_input(ex: Example) -> tuple[np.ndarray, str]:
@@ -70,3 +72,32 @@ def test_multi_output_op_keeps_both_writes_one_then_backward(ex):
     expect_no_raise("version.unsaved_modified_ok", backward, what)
     assume(np.all(np.isfinite(ox.grad)))
     expect_values("version.unsaved_modified_ok", x.grad, ox.grad, f"x.grad after {what}")
+
+
+@rule_test("ops.unsafe_split_outputs_writable")
+def test_unsafe_split_outputs_are_written_then_backward_runs(ex):
+    values, dtype = _float_input(ex)
+    op = ex.draw(st.sampled_from(UNSAFE), "op")
+    args = ex.draw(arguments(OPS[op].args, Operand(values.shape)), "arguments")
+    x, y, eng, ox, oy = _pair(values, dtype, ex.device)
+    piece = getattr(y, op[:-2])(*args[:-1])[args[-1]]
+    o = eng.call(op, [oy], args)
+    what = f"y.{op[:-2]}{args[:-1]}[{args[-1]}].mul_(2) of y = x * 1"
+    expect_no_raise("ops.unsafe_split_outputs_writable", lambda: piece.mul_(2), what)
+    eng.call("mul_s_", [o], (2.0,))
+    expect(
+        "ops.unsafe_split_outputs_writable",
+        (piece._version, y._version) == (o.version, oy.version) and piece._base is None,
+        f"after {what}: versions (piece, y) ({piece._version}, {y._version}), "
+        f"piece._base {'None' if piece._base is None else 'set'}; "
+        f"the model says ({o.version}, {oy.version}), None",
+    )
+    expect_values("ops.unsafe_split_outputs_writable", y.detach(), oy.values(), f"y after {what}")
+    g = np.ones(o.shape)
+    expect_no_raise(
+        "ops.unsafe_split_outputs_writable",
+        lambda: piece.backward(torch.ones_like(piece)),
+        f"backward through the piece after {what}",
+    )
+    eng.call("backward_g", [o, eng.leaf(g, o.dtype, device=ex.device)], (False,))
+    expect_values("ops.unsafe_split_outputs_writable", x.grad, ox.grad, f"x.grad after {what}")

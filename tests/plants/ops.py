@@ -103,3 +103,15 @@ def _(torch):
 
 def _first_cloned(outs):
     return (outs[0].clone(), *outs[1:])
+
+
+@plant(
+    "unsafe_split_is_split",
+    "ops.unsafe_split_outputs_writable",
+    "unsafe_split, unsafe_chunk and unsafe_split_with_sizes are split, chunk and "
+    "split_with_sizes: their outputs are views that refuse in-place writes",
+)
+def _(torch):
+    for unsafe in ("unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes"):
+        safe = unsafe.removeprefix("unsafe_")
+        methods(unsafe, lambda orig, self, *a, _safe=safe, **k: getattr(self, _safe)(*a, **k))
