@@ -308,14 +308,17 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         (UnsafeSplitBackward0) puts the gradient into the piece and saves nothing."""
         t = ts[0]
         edges = [t.edge()] if self._needs_grad(ts) else None
-        shape, strides, offset, back = spec.geom(t.shape, t.strides, t.offset, *p)
-        out = OTensor(t.storage, offset, shape, strides, t.dtype, VersionCounter(), t.device)
-        out.conj, out.neg = t.conj, t.neg
+        src = t
+        if t.conj or t.neg:  # torch's conj/neg fallback resolves self into new memory
+            # first, laid out as self (measured, 2.0.1 to 2.14.1): pieces of that copy
+            src = new_tensor(t.values(), t.dtype, geo.preserve_strides(t.shape, t.strides))
+        shape, strides, offset, back = spec.geom(src.shape, src.strides, src.offset, *p)
+        out = OTensor(src.storage, offset, shape, strides, t.dtype, VersionCounter(), t.device)
         out.inference = out.counterless = t.counterless  # an inference tensor's: one too
         if edges is not None:
             in_shape = t.shape
             out._fn = Node(spec.name, edges, lambda g, sv, n: [back(g, in_shape)], (shape, t.dtype))
-        if not t.counterless:
+        if not t.counterless and src is t:
             self._unsafe_splits.append((t.storage, t.counter, t.counter.value, out.counter, 0))
         return out
 

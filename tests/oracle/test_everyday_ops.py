@@ -682,3 +682,18 @@ def test_unsafe_split_with_sizes_outputs_are_written_and_backward_runs():
         )
 
     _grads_match(program, [np.arange(8.0).reshape(2, 4)], np.arange(6.0).reshape(2, 3))
+
+
+def test_unsafe_split_of_a_conj_view_is_a_piece_of_a_resolved_copy():
+    """Measured on 2.0.1, 2.4.1, 2.13.0, 2.14.1: unsafe_split of x.conj() (or of
+    a neg view) goes through the conj fallback, which resolves self into new
+    memory laid out as self first: the pieces share nothing with x, no bit set."""
+    eng = Engine()
+    x = eng.leaf(np.array([[1 + 1j, 2j], [3.0, 4 - 1j], [5.0, 6.0]]), "complex64")
+    c = eng.call("transpose", [eng.call("conj", [x], ())], (0, 1))  # (2, 3), strides (1, 2)
+    piece = eng.call("unsafe_split_k", [c], (2, 1, 1))
+    assert piece.storage is not x.storage and not piece.conj
+    assert (piece.shape, piece.strides, piece.offset) == ((2, 1), (1, 2), 4)
+    np.testing.assert_array_equal(piece.values(), [[5.0], [6.0]])
+    eng.call("mul_s_", [piece], (2.0,))
+    np.testing.assert_array_equal(x.values()[2], [5.0, 6.0])  # x unchanged
