@@ -25,6 +25,13 @@ MULTI = {
     "var_mean_k": lambda x, dim, c, keepdim: torch.var_mean(x, dim, correction=c, keepdim=keepdim),
     "std_mean_k": lambda x, dim, c, keepdim: torch.std_mean(x, dim, correction=c, keepdim=keepdim),
 }
+# each called on a small fresh operand, output k: whether the build has its backward
+PROBES = {
+    "max_dim_k": lambda x, k: x.max(0)[k],
+    "aminmax_k": lambda x, k: torch.aminmax(x, dim=0)[k],
+    "var_mean_k": lambda x, k: torch.var_mean(x, 0)[k],
+    "std_mean_k": lambda x, k: torch.std_mean(x, 0)[k],
+}
 UNSAFE = ("unsafe_split_k", "unsafe_chunk_k", "unsafe_split_with_sizes_k")
 
 
@@ -50,6 +57,9 @@ def test_multi_output_op_keeps_both_writes_one_then_backward(ex):
     args = ex.draw(arguments(OPS[op].args, Operand(values.shape)), "arguments")[:-1]
     written = ex.draw(st.sampled_from((0, 1)), "output written")
     through = 0 if op == "max_dim_k" else ex.draw(st.sampled_from((0, 1)), "backward through")
+    probe = lambda t: PROBES[op](t, through)  # noqa: E731
+    if not ex.has_kernel(f"{op[:-2]}[{through}]", probe, (dtype,), backward=True):
+        return  # no aminmax derivative in 2.0.1 and 2.4.1 (measured): skipped, counted
     x, y, eng, ox, oy = _pair(values, dtype, ex.device)
     outs = MULTI[op](y, *args)  # both outputs kept
     o = eng.call(op, [oy], (*args, through))
