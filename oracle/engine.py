@@ -13,7 +13,7 @@ from . import geometry as geo
 from . import gradapi, graph, modes, view_geometry, write_ops
 from .complex_views import ComplexViews, ReinterpretingViews, byte_overlap_status
 from .dtype_views import DtypeViews
-from .dtypes import DTYPES, compute_dtype, differentiable, kind, op_values, round_to
+from .dtypes import DTYPES, REAL_OF, compute_dtype, differentiable, kind, op_values, round_to
 from .errors import ErrorKind, OracleError
 from .functions import FunctionOps
 from .graph import run_backward
@@ -44,6 +44,8 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         # neither outcome is promised (set with `undefined`)
         self.may_refuse: ErrorKind | None = None
         self._retainers: weakref.WeakSet[OTensor] = weakref.WeakSet()
+        # unsafe_split and co.: (input's counter and version, output's) at each call
+        self._unsafe_splits: list[tuple] = []
 
     @contextlib.contextmanager
     def no_grad(self) -> Iterator[None]:
@@ -164,7 +166,9 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         out = {}
         for token in spec.saves:
             what, _, cond = token.partition("_if_")
-            if what == "result" or (cond and edges[0 if cond.startswith("self") else 1] is None):
+            if what.startswith("result") or (
+                cond and edges[0 if cond.startswith("self") else 1] is None
+            ):
                 continue
             if what == "other" and spec.scalar_operand:  # the wrapped-number tensor
                 t = new_tensor(round_to(np.asarray(p[0]), ts[0].dtype), ts[0].dtype, ())
@@ -259,6 +263,65 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         out = self._result(spec, ts, p, values, dtype, strides, edges, saves)
         out.counter.value = version  # 1 where torch finished with an in-place squeeze_
         return out
+
+    def _op_multi(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        """Output p[-1] of an op that returns several new tensors (max(dim), std_mean):
+        one node for the call, recorded on its differentiable output; `resultN` in
+        the row's saves is output N, saved as an output (the others are not returned,
+        but the node holds what it saved of them)."""
+        t = ts[0]
+        edges = [t.edge()] if self._needs_grad(ts) else None
+        saves = self._saves(spec, ts, p, edges, (False, False)) if edges is not None else {}
+        if spec.check is not None:
+            spec.check([t.shape], p)
+        with np.errstate(all="ignore"):
+            arrays = spec.fwd([op_values(t.values(), t.dtype)], p, t.dtype)
+        outs = []
+        for values, dtype in zip(arrays, spec.outputs, strict=True):
+            dtype = {"self": t.dtype, "real": REAL_OF.get(t.dtype, t.dtype)}.get(dtype, dtype)
+            values = np.asarray(values)
+            outs.append(
+                new_tensor(
+                    round_to(values, dtype), dtype, geo.contiguous_strides(values.shape), t.device
+                )
+            )
+        for o in outs:
+            o.outputs = outs
+        out = outs[p[-1]]
+        if edges is not None and differentiable(out.dtype):
+            for token in spec.saves:
+                if token.startswith("result"):
+                    saves[token] = Saved(outs[int(token[len("result") :])], output=True)
+            out._fn = self._node(spec, ts, p, edges, saves, out)
+        return out
+
+    def _op_unsafe_split(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        """An output of unsafe_split, unsafe_chunk, unsafe_split_with_sizes: split's
+        piece of t's memory, but no view (measured: _base None), with a version
+        counter of its own, so autograd lets it be written; its node
+        (UnsafeSplitBackward0) puts the gradient into the piece and saves nothing."""
+        t = ts[0]
+        edges = [t.edge()] if self._needs_grad(ts) else None
+        src = t
+        if t.conj or t.neg:  # torch's conj/neg fallback resolves self into new memory
+            # first, laid out as self (measured, 2.0.1 to 2.14.1): pieces of that copy
+            src = new_tensor(t.values(), t.dtype, geo.preserve_strides(t.shape, t.strides))
+        shape, strides, offset, back = spec.geom(src.shape, src.strides, src.offset, *p)
+        out = OTensor(src.storage, offset, shape, strides, t.dtype, VersionCounter(), t.device)
+        out.inference = out.counterless = t.counterless  # an inference tensor's: one too
+        if edges is not None:
+            in_shape = t.shape
+            out._fn = Node(spec.name, edges, lambda g, sv, n: [back(g, in_shape)], (shape, t.dtype))
+        if not t.counterless and src is t:
+            self._unsafe_splits.append((t.storage, t.counter, t.counter.value, out.counter, 0))
+        return out
+
+    def _unsafe_split_written(self, t: OTensor) -> None:
+        """unsafe_split's docs: "If both the input and one or more of the outputs are
+        modified inplace, gradients computed by autograd will be silently incorrect"."""
+        for storage, c_in, v_in, c_out, v_out in self._unsafe_splits:
+            if storage is t.storage and c_in.value != v_in and c_out.value != v_out:
+                self.undefined = "the input and an output of unsafe_split both written"
 
     def _op_clone(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
         t = ts[0]
@@ -396,6 +459,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
                 return  # inside inference_mode: allowed, no version bump
             raise OracleError(ErrorKind.INFERENCE_INPLACE)
         t.counter.value += 1
+        self._unsafe_split_written(t)
 
     def _rebase(self, t: OTensor, node: Node) -> None:
         """rebase_history: the in-place node becomes t's history (its base's, for a view)."""

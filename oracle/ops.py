@@ -17,7 +17,7 @@ import numpy as np
 from strategies import op_args
 from strategies.argspace import ArgSpace
 
-from . import complex_views, gradapi, index_ops, view_geometry, view_rows, write_rows
+from . import complex_views, gradapi, index_ops, view_geometry, view_ops, view_rows, write_rows
 from .dtypes import REAL_OF, kind, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import (
@@ -64,6 +64,11 @@ class OpSpec:
     cross_dtype: bool = False  # t1 may have another dtype than t0
     max_ndim: int | None = None  # operand ranks modelled exactly (matmul: 2)
     multi_output: bool = False  # one output of an op that returns several views
+    # an op that returns several new tensors (not views): each output's dtype, "self"
+    # (self's), "real" (self's real dtype: a complex var's) or a dtype's name; the row
+    # is one output, p[-1], as view rows are (`x.max(0)[1]`); fwd gives every output,
+    # bwd the gradient of output p[-1]
+    outputs: tuple[str, ...] = ()
     sums: bool = False  # the result sums terms: compared to their magnitude (oracle.tolerances)
     # |g|, |saved| -> the magnitude of the terms a backward formula that cancels
     # sums (tanh's 1 - r * r near r = ±1): its gradient is compared to them
@@ -636,6 +641,190 @@ _row(
     fwd=lambda xs, p, dt: _index_fill(xs[0], *p),
     bwd=lambda g, sv, p, n, s: [_index_fill(g, p[0], p[1], 0)],
 )
+
+
+def _max_dim(x: np.ndarray, dim: int, keepdim: bool) -> tuple[np.ndarray, np.ndarray]:
+    """x.max(dim, keepdim): the values and the index of the first maximal value
+    (documented), a nan the maximum (numpy's argmax, too, takes the first nan);
+    a 0-d x is itself, at index 0."""
+    if not x.ndim:
+        return x.copy(), np.zeros((), np.int64)
+    d = view_geometry.wrap_dim(dim, x.ndim)
+    values = np.max(x, axis=d, keepdims=keepdim)
+    return values, np.argmax(x, axis=d, keepdims=keepdim).astype(np.int64)
+
+
+def _max_dim_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
+    """value_selecting_reduction_backward: zeros like self, the gradient put at the
+    saved indices (a tie: only the index max returned gets it)."""
+    shape, (dim, keepdim, _) = shapes[0], p
+    if not shape:
+        return [np.asarray(g).copy()]
+    d = view_geometry.wrap_dim(dim, len(shape))
+    idx = np.asarray(sv["result1"]).astype(np.int64)
+    g = np.asarray(g)
+    if not keepdim:
+        idx, g = np.expand_dims(idx, d), np.expand_dims(g, d)
+    out = np.zeros(shape, dtype=g.dtype)
+    np.put_along_axis(out, idx, g, axis=d)
+    return [out]
+
+
+# x.max(dim, keepdim)[k]: values (k 0, self's dtype) and indices (k 1, int64), two new
+# contiguous tensors of one call; MaxBackward0 is recorded on values and saves the
+# indices (derivatives.yaml: `value_selecting_reduction_backward(grad, dim, indices,
+# self.sizes(), keepdim)`; measured: _saved_indices, result1), so writing them in
+# place breaks backward, and a second backward raises. Complex is refused
+_row(
+    "max_dim_k",
+    1,
+    ("dim", "keepdim", "k"),
+    "{t0}.max({p0}, keepdim={p1})[{p2}]",
+    "multi",
+    dtypes=("float", "int", "bool"),
+    saves=("result1",),
+    outputs=("self", "int64"),
+    args=op_args.SPACES["max_dim_k"],
+    fwd=lambda xs, p, dt: _max_dim(xs[0], p[0], p[1]),
+    bwd=_max_dim_bwd,
+)
+
+
+def _moments(x: np.ndarray, dim: int, correction: int, keepdim: bool) -> tuple:
+    """(var, mean) over dim: var = sum |x - mean|^2 / (N - correction), real for a
+    complex x; a 0-d x is reduced as of shape (1,)."""
+    x = x.reshape(1) if not x.ndim else x
+    d = view_geometry.wrap_dim(dim, x.ndim)
+    mean = x.mean(axis=d, keepdims=True)
+    dev = x - mean
+    var = np.sum((dev * np.conj(dev)).real, axis=d, keepdims=True) / (x.shape[d] - correction)
+    return var, mean
+
+
+def _var_mean(x: np.ndarray, p: tuple, root: bool) -> tuple:
+    dim, correction, keepdim, _ = p
+    var, mean = _moments(x, dim, correction, keepdim)
+    shape = _reduce_check([x.shape], (dim,)) if not keepdim else var.shape if x.ndim else ()
+    return tuple(np.reshape(a, shape) for a in (np.sqrt(var) if root else var, mean))
+
+
+def _var_mean_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
+    """var_mean_backward / std_mean_backward for the gradient of output k alone:
+    var's 2 (x - mean) g / (N - correction) (std's: g / (2 std) first, 0 where std
+    is 0), mean's g / N, each brought back over the reduced dim."""
+    (dim, correction, keepdim, k), shape = p, shapes[0]
+    x = sv["self"].reshape(1) if not shape else sv["self"]
+    d = view_geometry.wrap_dim(dim, x.ndim)
+    g = np.asarray(g)
+    g = g.reshape(g.shape if keepdim and shape else np.expand_dims(g, d).shape)
+    n = x.shape[d]
+    if k == 1:
+        return [np.broadcast_to(g / n, x.shape).reshape(shape).copy()]
+    if "result0" in sv:  # std: the gradient of the variance under it
+        std = np.asarray(sv["result0"]).reshape(g.shape)
+        g = np.where(std == 0, 0, g / (2 * np.where(std == 0, 1, std)))
+    dev = x - x.mean(axis=d, keepdims=True)
+    return [(2.0 / (n - correction) * g * dev).reshape(shape)]
+
+
+# torch.var_mean / torch.std_mean(x, dim, correction=c, keepdim=)[k]: (var or std, mean),
+# two new contiguous tensors of one call, var and std real for a complex x; one node,
+# VarMeanBackward0 saving self, StdMeanBackward0 self and its std (derivatives.yaml:
+# `std_mean_backward(grads[0], grads[1], self, result0, ...)`; measured: _saved_self,
+# _saved_result0), which it reads for either output's gradient: writing the std breaks
+# the mean's backward too (2.13.0), writing the mean breaks neither
+for _n, _root in (("var_mean_k", False), ("std_mean_k", True)):
+    _row(
+        _n,
+        1,
+        ("dim", "correction", "keepdim", "k"),
+        f"torch.{_n[:-2]}({{t0}}, {{p0}}, correction={{p1}}, keepdim={{p2}})[{{p3}}]",
+        "multi",
+        dtypes=FC,
+        saves=("self", "result0") if _root else ("self",),
+        outputs=("real", "self"),
+        sums=True,
+        args=op_args.SPACES[_n],
+        fwd=lambda xs, p, dt, r=_root: _var_mean(xs[0], p, r),
+        bwd=_var_mean_bwd,
+    )
+
+
+def _kept_shape(shape: tuple, dim: int | None) -> tuple:
+    """shape with the reduced dims (dim, or every one for None) kept as 1."""
+    if dim is None or not shape:
+        return (1,) * len(shape)
+    d = view_geometry.wrap_dim(dim, len(shape))
+    return shape[:d] + (1,) + shape[d + 1 :]
+
+
+def _aminmax(x: np.ndarray, dim: int | None, keepdim: bool) -> tuple:
+    """torch.aminmax(x, dim=, keepdim=): (min, max), nan propagated; dim None reduces
+    every dim (keepdim: to 1s); a 0-d x is itself."""
+    shape = _kept_shape(x.shape, dim)
+    if not keepdim:
+        shape = () if dim is None else _reduce_check([x.shape], (dim,)) if x.ndim else ()
+    axis = None if dim is None or not x.ndim else view_geometry.wrap_dim(dim, x.ndim)
+    return tuple(np.reshape(f(x, axis=axis), shape) for f in (np.min, np.max))
+
+
+def _aminmax_bwd(g: np.ndarray, sv: dict, p: tuple, needs: list, shapes: list) -> list:
+    """derivatives.yaml: scale_grad_by_count(restore_reduced_dims(grad), result ==
+    self, dim): a tie shares the gradient evenly; a nan row gets nan (no element
+    equals its nan result: g / 0 * 0)."""
+    (dim, _, k), shape = p, shapes[0]
+    kept = _kept_shape(shape, dim)
+    x, r = sv["self"], np.reshape(sv[f"result{k}"], kept)
+    mask = r == x
+    axes = tuple(
+        i for i, (a, b) in enumerate(zip(kept, shape, strict=True)) if a != b or dim is None
+    )
+    count = mask.sum(axis=axes, keepdims=True) if shape else mask
+    with np.errstate(all="ignore"):
+        return [(np.reshape(g, kept) / count * mask).reshape(shape)]
+
+
+# torch.aminmax(x, dim=, keepdim=)[k]: (min, max), two new contiguous tensors of one
+# call, of self's dtype (complex not implemented). Measured on 2.13.0: one
+# AminmaxBackward0 on both, saving _saved_self, _saved_min, _saved_max (result0 and
+# result1) and reading all of them for either output's gradient: writing max in
+# place breaks min's backward ("output 1 of AminmaxBackward0"); a tie shares the
+# gradient ([1, 3, 3]: 0, .5, .5); dim None reduces all (an empty self refused)
+_row(
+    "aminmax_k",
+    1,
+    ("dim", "keepdim", "k"),
+    "torch.aminmax({t0}, dim={p0}, keepdim={p1})[{p2}]",
+    "multi",
+    dtypes=("float", "int", "bool"),
+    saves=("self", "result0", "result1"),
+    outputs=("self", "self"),
+    args=op_args.SPACES["aminmax_k"],
+    fwd=lambda xs, p, dt: _aminmax(xs[0], p[0], p[1]),
+    bwd=_aminmax_bwd,
+)
+# unsafe_split, unsafe_chunk, unsafe_split_with_sizes(...)[k]: split's pieces, in memory,
+# but not views: "Works like torch.split() but without enforcing the autograd
+# restrictions on inplace modification of the outputs" (torch/_torch_docs.py); saves
+# no tensor (derivatives.yaml: split_backward(grads, split_size, dim, self.sizes(), ...))
+for _n, _tpl, _geom in (
+    ("unsafe_split_k", "{t0}.unsafe_split({p0}, {p1})[{p2}]", view_ops.split_k),
+    ("unsafe_chunk_k", "{t0}.unsafe_chunk({p0}, {p1})[{p2}]", view_ops.chunk_k),
+    (
+        "unsafe_split_with_sizes_k",
+        "{t0}.unsafe_split_with_sizes({p0}, {p1})[{p2}]",
+        view_ops.split_with_sizes_k,
+    ),
+):
+    _row(
+        _n,
+        1,
+        view_rows.ROWS[_n.removeprefix("unsafe_")]["params"],
+        _tpl,
+        "unsafe_split",
+        geom=_geom,
+        args=op_args.SPACES[_n],
+    )
 _row(
     "mm",
     2,

@@ -43,6 +43,9 @@ class OTensor:
         self.base: OTensor | None = None  # the root base, for a (differentiable) view
         self.no_grad_view = False  # a view made in no_grad mode (or of such a view)
         self.multi_output = False  # an output of unbind, split... (or a view of one)
+        # every output of the call of a multi-output op that is no view (max(dim),
+        # std_mean...) that made it, itself included: its siblings, as `a, b = op(x)` keeps
+        self.outputs: list[OTensor] | None = None
         self.inference_view = False  # a view of a normal tensor made under inference_mode
         self.custom_view = False  # returned by a custom Function (or a view of one)
         self.conj = self.neg = False  # torch's conjugate / negative bit (oracle.bits)

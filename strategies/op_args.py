@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from . import view_args
 from .argspace import Arg, ArgSpace, Class, Operand, Pick, Undefined
 
 Shape = tuple[int, ...]
@@ -225,11 +226,118 @@ def _repeated_along(v: object, x: Operand, p: tuple) -> bool:
 
 _VALUE = Arg("value", (Class("zero", lambda v, x, p: v == 0), Class("one", lambda v, x, p: v == 1)))
 
+
+# ---- max(dim, keepdim)[k] ------------------------------------------------------------
+def reduce_dim(pick: Pick, x: Operand) -> tuple | None:
+    """A dim to reduce whose size is not 0 (max refuses an empty reduction: not a
+    valid call), one in four counted from the end; a 0-d tensor takes 0 or -1."""
+    r = len(x.shape)
+    sized = tuple(d for d in range(r) if x.shape[d] > 0) if r else (0,)
+    if not sized:
+        return None
+    return (_from_end(pick, pick.one_of(sized), max(r, 1)),)
+
+
+def max_dim(pick: Pick, x: Operand) -> tuple | None:
+    """dim, keepdim, and which output: 0 the values, 1 the indices."""
+    dim = reduce_dim(pick, x)
+    if dim is None:
+        return None
+    return (*dim, pick.one_of((False, True)), pick.one_of((0, 1)))
+
+
+_KEEPDIM = Arg(
+    "keepdim",
+    (Class("True", lambda v, x, p: v is True), Class("False", lambda v, x, p: v is False)),
+)
+_MAX_OUTPUT = Arg(
+    "k",
+    (Class("values", lambda v, x, p: v == 0), Class("indices", lambda v, x, p: v == 1)),
+)
+
+
+# ---- aminmax(dim=, keepdim=)[k] --------------------------------------------------------
+def aminmax(pick: Pick, x: Operand) -> tuple | None:
+    """dim: None (every dim; not of an empty self, refused) or a dim whose size
+    is not 0; keepdim; which output (0 min, 1 max)."""
+    if pick.chance(0.25) and math.prod(x.shape) > 0:
+        dim: tuple = (None,)
+    else:
+        found = reduce_dim(pick, x)
+        if found is None:
+            return None
+        dim = found
+    return (*dim, pick.one_of((False, True)), pick.one_of((0, 1)))
+
+
+_REDUCE_DIM = Arg(
+    "dim",
+    (
+        Class("None (every dim)", lambda v, x, p: v is None),
+        Class("counted from the start", lambda v, x, p: v is not None and v >= 0),
+        Class("counted from the end", lambda v, x, p: v is not None and v < 0),
+    ),
+)
+_MINMAX_OUTPUT = Arg(
+    "k", (Class("min", lambda v, x, p: v == 0), Class("max", lambda v, x, p: v == 1))
+)
+
+
+# ---- var_mean, std_mean(dim, correction, keepdim)[k] -----------------------------------
+def var_mean(pick: Pick, x: Operand) -> tuple | None:
+    """A dim with more elements than the correction (0 or 1: fewer degrees of
+    freedom than 1 is the undefined region below), keepdim, which output."""
+    r = len(x.shape)
+    sizes = x.shape if r else (1,)
+    correction = pick.one_of((0, 1))
+    fit = tuple(d for d in range(len(sizes)) if sizes[d] > correction)
+    if not fit:
+        fit, correction = tuple(d for d in range(len(sizes)) if sizes[d] > 0), 0
+    if not fit:
+        return None
+    dim = _from_end(pick, pick.one_of(fit), len(sizes))
+    return (dim, correction, pick.one_of((False, True)), pick.one_of((0, 1)))
+
+
+_CORRECTION = Arg(
+    "correction",
+    (
+        Class("0 (biased)", lambda v, x, p: v == 0),
+        Class("1 (Bessel's, the default)", lambda v, x, p: v == 1),
+    ),
+)
+
+
+def _moments_output(first: str) -> Arg:
+    return Arg("k", (Class(first, lambda v, x, p: v == 0), Class("mean", lambda v, x, p: v == 1)))
+
+
+def _no_freedom(name: str) -> Undefined:
+    return Undefined(
+        "a correction as large as the reduced dim's size (no degrees of freedom)",
+        f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than "
+        "the reduction factor (input numel divided by output numel).",
+        "aten/src/ATen/native/ReduceOps.cpp: std_var_all_cpu / std_var_out (a warning)",
+    )
+
+
 _SPACES: dict[str, ArgSpace] = {
     "flip": ArgSpace((_FLIP_DIMS,), flip),
     "cumsum": ArgSpace((_DIM,), one_dim),
     "take": ArgSpace((_TAKE_INDEX,), take),
     "gather": ArgSpace((_DIM, _GATHER_INDEX), gather),
+    "max_dim_k": ArgSpace((_DIM, _KEEPDIM, _MAX_OUTPUT), max_dim),
+    "aminmax_k": ArgSpace((_REDUCE_DIM, _KEEPDIM, _MINMAX_OUTPUT), aminmax),
+    "var_mean_k": ArgSpace(
+        (_DIM, _CORRECTION, _KEEPDIM, _moments_output("var")),
+        var_mean,
+        (_no_freedom("var_mean"),),
+    ),
+    "std_mean_k": ArgSpace(
+        (_DIM, _CORRECTION, _KEEPDIM, _moments_output("std")),
+        var_mean,
+        (_no_freedom("std_mean"),),
+    ),
     "index_fill_": ArgSpace(
         (_DIM, _INDEX_FILL_INDEX, _VALUE),
         index_fill,
@@ -244,4 +352,7 @@ _SPACES: dict[str, ArgSpace] = {
         ),
     ),
 }
+# unsafe_split and co. take split's arguments (strategies.view_args), counted as their own
+for _name in ("unsafe_split_k", "unsafe_chunk_k", "unsafe_split_with_sizes_k"):
+    _SPACES[_name] = view_args.SPACES[_name.removeprefix("unsafe_")]
 SPACES: dict[str, ArgSpace] = {name: replace(s, op=name) for name, s in _SPACES.items()}

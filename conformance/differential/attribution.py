@@ -124,6 +124,8 @@ def attribute(run: Run, d: Discrepancy) -> str:
         return GRAD_MODE_RULES[f.step.mode]
     if kind == "raise" and d.expected == "INFERENCE_VIEW_INPLACE":  # (before the history)
         return "inference.view_inplace_raises"
+    if (rule := _unsafe_split_rule(f)) is not None:  # pieces that are no views
+        return rule
     rule = function_rule(f)  # custom Functions and saved-tensor hooks: narrower, first
     if rule is not None:
         return rule
@@ -189,6 +191,25 @@ OWN_RULE = {
 }
 
 MULTI_OUTPUT_OPS = tuple(name for name, spec in OPS.items() if spec.multi_output)
+UNSAFE_SPLITS = tuple(name for name, spec in OPS.items() if spec.impl == "unsafe_split")
+
+
+def _unsafe_split_rule(f: Facts) -> str | None:
+    """A piece of unsafe_split and co. that is a view where it should be none, shares
+    a version counter with what shares its memory, or refuses an in-place write as
+    a multi-output view: the rule that these are no views."""
+    d, pool = f.d, f.run.oracle_pool
+    pieces = [i for i, o in enumerate(f.origins[: len(pool)]) if o.op in UNSAFE_SPLITS]
+    if not pieces:
+        return None
+    if d.kind == "raise" and "MULTI_OUTPUT_VIEW_INPLACE" in (d.expected, d.actual):
+        return "ops.unsafe_split_outputs_writable" if f.step.tensors[0] in pieces else None
+    shared = {id(pool[i].storage) for i in pieces}
+    if d.kind in ("base", "version", "sharing") and any(
+        i < len(pool) and id(pool[i].storage) in shared for i in d.tensors
+    ):
+        return "ops.unsafe_split_outputs_writable"
+    return None
 
 
 def _multi_output_rule(f: Facts) -> str:

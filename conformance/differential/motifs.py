@@ -298,6 +298,29 @@ def _motif_autograd_grad(draw, g: Growth) -> None:
         add_backward(draw, g, out)
 
 
+# outputs of ops that return several tensors and are no views (max(dim), aminmax,
+# var_mean, std_mean), and of unsafe_split and co. (pieces that are no views)
+MULTI_OUTPUT_ROWS = tuple(n for n, s in OPS.items() if s.impl in ("multi", "unsafe_split"))
+
+
+def _motif_multi_output_written(draw, g: Growth) -> None:
+    """An output of a multi-output op that is no view, or a piece of unsafe_split,
+    unsafe_chunk or unsafe_split_with_sizes, of a tensor in the graph; written in
+    place (maybe under no_grad); then backward through it: the write breaks backward
+    where the node saved that output (std_mean's std, aminmax's min and max), and
+    not where it saved none (the unsafe pieces: the opposite of split)."""
+    x = pick_graded(draw, g)
+    base = apply_op(draw, g, "mul_s", x, no_grad=False)
+    ops = fitting_ops(MULTI_OUTPUT_ROWS, g.pool[base]) if base is not None else ()
+    out = apply_op(draw, g, draw(one_of(ops)), base, no_grad=False) if ops else None
+    if out is None or out == base:
+        return
+    writes = fitting_ops(FAMILIES["inplace"], g.pool[out])
+    if writes:
+        apply_op(draw, g, draw(one_of(writes)), out, no_grad=draw(ints(0, 3)) == 0)
+    add_backward(draw, g, out)
+
+
 MOTIFS = (
     _motif_autograd_grad,
     _motif_indexed_write,
@@ -418,6 +441,7 @@ def _motif_saved_detached(draw, g: Growth) -> None:
 
 
 SURFACE_MOTIFS += (
+    _motif_multi_output_written,
     _motif_custom_function,
     _motif_saved_tensor_hooks,
     _motif_saved_detached,

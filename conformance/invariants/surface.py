@@ -49,6 +49,17 @@ RULES: tuple[Invariant, ...] = (
         "as_strided_); aten/src/ATen/native/tags.yaml (inplace_view); the refusals: "
         "torch/csrc/autograd/VariableTypeUtils.h (check_inplace)",
     ),
+    Invariant(
+        "ops.unsafe_split_outputs_writable",
+        "The outputs of unsafe_split, unsafe_chunk and unsafe_split_with_sizes share their "
+        "input's memory but are no views: each has a version counter of its own, may be "
+        "written in place where split's outputs may not, and backward through a written "
+        "one runs (written with the input too: gradients undefined).",
+        "Works like torch.split() but without enforcing the autograd restrictions on inplace "
+        "modification of the outputs. ... This function is safe to use as long as only the "
+        "input, or only the outputs are modified inplace after calling this function.",
+        "torch/_torch_docs.py (torch.unsafe_split, torch.unsafe_chunk)",
+    ),
     # --- the wider autograd surface (issue 10): lazily resolved and dtype views -------
     Invariant(
         "view.conj_lazy",

@@ -17,7 +17,8 @@ NAMES = """clone detach detach_ data set_data copy_ zeros_like
 getitem select view reshape transpose t permute expand unsqueeze squeeze
 add sub mul div add_s sub_s mul_s div_s neg exp log tanh sigmoid relu sin cos sqrt abs pow_s
 sum mean sum_dim mm matmul
-flip cumsum take gather index_fill_ lerp_
+flip cumsum take gather index_fill_ lerp_ max_dim_k aminmax_k var_mean_k std_mean_k
+unsafe_split_k unsafe_chunk_k unsafe_split_with_sizes_k
 add_ sub_ mul_ div_ add_s_ sub_s_ mul_s_ div_s_ zero_ fill_ exp_ tanh_ sigmoid_ relu_ sin_ neg_
 clamp_ clamp_min_ setitem setitem_s backward backward_g requires_grad_ retain_grad zero_grad
 narrow diagonal movedim swapaxes swapdims unflatten unfold as_strided mT T H mH adjoint

@@ -3,7 +3,7 @@ or raising what they should not; and builds that lack a kernel (LACKING)."""
 
 from __future__ import annotations
 
-from .patch import methods, results, version_kept
+from .patch import methods, results, version_kept, wrap
 from .registry import lacking, plant
 
 
@@ -88,3 +88,30 @@ def _(torch):
     # the kernel exists (a fresh contiguous tensor works): a narrow probe
     # must not take this for a build that lacks it
     _unimplemented("exp", lambda t: not t.is_contiguous())
+
+
+# --- multi-output ops that are no views, and unsafe_split (issue 37) -------------------
+@plant(
+    "std_mean_hands_back_unsaved_std",
+    "version.saved_modified_raises",
+    "torch.std_mean returns a copy of the std its node saved: a write to the std it returns "
+    "no longer makes backward raise",
+)
+def _(torch):
+    wrap(torch, "std_mean", lambda orig, *a, **k: _first_cloned(orig(*a, **k)))
+
+
+def _first_cloned(outs):
+    return (outs[0].clone(), *outs[1:])
+
+
+@plant(
+    "unsafe_split_is_split",
+    "ops.unsafe_split_outputs_writable",
+    "unsafe_split, unsafe_chunk and unsafe_split_with_sizes are split, chunk and "
+    "split_with_sizes: their outputs are views that refuse in-place writes",
+)
+def _(torch):
+    for unsafe in ("unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes"):
+        safe = unsafe.removeprefix("unsafe_")
+        methods(unsafe, lambda orig, self, *a, _safe=safe, **k: getattr(self, _safe)(*a, **k))
