@@ -318,7 +318,14 @@ def _no_freedom(name: str) -> Undefined:
         f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than "
         "the reduction factor (input numel divided by output numel).",
         "aten/src/ATen/native/ReduceOps.cpp: std_var_all_cpu / std_var_out (a warning)",
+        _without_freedom,
     )
+
+
+def _without_freedom(x: Operand, args: tuple) -> bool:
+    """The reduced dim (args[0]) has no more elements than the correction (args[1])."""
+    sizes = x.shape or (1,)
+    return sizes[args[0] % len(sizes)] <= args[1]
 
 
 _SPACES: dict[str, ArgSpace] = {

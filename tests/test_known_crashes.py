@@ -12,13 +12,13 @@ import torch
 from packaging.version import Version
 
 from conformance import evidence, harness, outcomes, watch
-from conformance.differential import isolation
+from conformance.differential import crash_patterns, isolation
 from conformance.differential.crash_repro import run_script
 from conformance.differential.lockstep import execute
 from conformance.differential.program_check import check_program
 from conformance.known_failures import SHIPPED, KnownFailuresError, load
 from conformance.known_search import reports_known_at_the_end
-from strategies.programs import Program
+from strategies.programs import Program, Step
 from tests.conftest import run_suite
 from tests.test_lazy_reads import HOOKED, STALE
 
@@ -185,3 +185,40 @@ def test_a_crash_no_entry_covers_ends_the_search_as_a_crash(in_the_differential)
     counted, raised = _search(in_the_differential, [Program(HOOKED, reads="lazy"), Program(STALE)])
     assert isinstance(raised, watch.CrashedInChild), raised
     assert "known" not in raised.problem and counted == []
+
+
+# the second output of aminmax, retained, written through a view, then backward:
+# segfaults torch 2.4.1 to 2.14.1 (findings.toml: 2.0.1 computes)
+SECOND_OUTPUT = [
+    STALE[0],
+    Step("aminmax_k", (0,), (1, False, 1)),
+    Step("retain_grad", (1,)),
+    Step("select", (1,), (0, 0)),
+    Step("mul_s_", (2,), (2.0,)),
+    Step("sum", (1,)),
+    Step("backward", (3,), (False,)),
+]
+
+
+def test_a_retained_second_output_written_through_a_view_is_flagged():
+    assert crash_patterns.reached(Program(SECOND_OUTPUT)) == (
+        "retain-grad-second-output-view-write-segfault",
+    )
+    first = [SECOND_OUTPUT[0], Step("aminmax_k", (0,), (1, False, 0)), *SECOND_OUTPUT[2:]]
+    assert not crash_patterns.reached(Program(first))  # output 0: no crash
+    unwritten = [*SECOND_OUTPUT[:4], *SECOND_OUTPUT[5:]]
+    assert not crash_patterns.reached(Program(unwritten))
+
+
+def test_a_crashing_second_output_program_is_reported_and_the_search_goes_on(
+    in_the_differential,
+):
+    following = [Program(STALE)]
+    counted, raised = _search(in_the_differential, [Program(SECOND_OUTPUT), *following])
+    steps = execute(following[0])[0].steps_checked
+    if Version(torch.__version__).release < (2, 1):  # 2.0.1 computes: checked in full
+        assert raised is None and counted == [len(SECOND_OUTPUT), len(SECOND_OUTPUT) + steps]
+        return
+    assert isinstance(raised, watch.CrashedInChild), raised
+    assert "retain_grad" in raised.problem["known"] or "second output" in raised.problem["known"]
+    assert counted == [0, steps]

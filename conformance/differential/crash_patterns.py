@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from conformance.differential.growth import Growth
-from oracle import OracleError, OTensor
+from conformance.differential.growth import BACKWARD, Growth
+from oracle import OPS, OracleError, OTensor
 from oracle.gradapi import HOOK_ROWS
 from strategies.programs import Program
 
@@ -71,7 +71,40 @@ def _regenerates_in_register_hook(t: OTensor) -> bool:
     return True
 
 
-PATTERNS = (CrashPattern("register-hook-stale-view-segfault", hooks_an_unread_stale_view),)
+def writes_a_retained_later_output_through_a_view(program: Program) -> bool:
+    """retain_grad() on an output of a node other than its first (the second
+    output of aminmax, var_mean, std_mean, max(dim)), an in-place write in
+    grad mode through a view of it, then a backward: rebase_history looks up
+    the retains_grad hook by the output number it has just reset to 0, and
+    backward segfaults (torch 2.4.1 to 2.14.1; 2.0.1 computes)."""
+    if not any(s.op == "retain_grad" for s in program.steps):
+        return False  # the common case, decided without replaying the model
+    g, armed = Growth((), ()), False
+    for step in program.steps:
+        if g.over:
+            return False
+        if armed and step.op in (*BACKWARD, "autograd_grad"):
+            return True
+        spec = OPS.get(step.op)
+        if spec is not None and spec.inplace and not (step.no_grad or step.mode):
+            armed = armed or _a_retained_later_output(g.pool[step.tensors[0]].base)
+        g.apply(step)
+    return False
+
+
+def _a_retained_later_output(t: OTensor | None) -> bool:
+    if t is None or t.outputs is None or t.retain_node is None:
+        return False
+    return next(k for k, o in enumerate(t.outputs) if o is t) > 0
+
+
+PATTERNS = (
+    CrashPattern("register-hook-stale-view-segfault", hooks_an_unread_stale_view),
+    CrashPattern(
+        "retain-grad-second-output-view-write-segfault",
+        writes_a_retained_later_output_through_a_view,
+    ),
+)
 
 
 def reached(program: Program) -> tuple[str, ...]:
