@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from strategies import op_args
+from strategies import function_args, op_args
 from strategies.argspace import ArgSpace
 
 from . import complex_views, gradapi, index_ops, view_geometry, view_rows, write_rows
@@ -334,6 +334,17 @@ _row(
     inplace=True,
     exact_bump=False,  # the write, then mark_dirty: two bumps
     param_kinds=("custom",),
+)
+_row(
+    "fn_add_dirty_",
+    2,
+    ("c",),
+    "AddDirty.apply({t0}, {t1}, {p0})",
+    "fn_add_dirty_",
+    dtypes=FC,
+    inplace=True,
+    exact_bump=False,  # the write, then mark_dirty: two bumps
+    args=function_args.SPACES["fn_add_dirty_"],
 )
 _row("fn_nondiff", 1, (), "SignND.apply({t0})", "fn_nondiff", dtypes=("float",))
 _row("fn_view", 1, (), "ViewFn.apply({t0})", "fn_view", dtypes=FC, view=True)

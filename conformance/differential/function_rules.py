@@ -7,12 +7,14 @@ from __future__ import annotations
 FUNCTION_RULES = {  # a discrepancy at the step itself
     "fn_scale": "function.saved_version_check",
     "fn_mul_": "function.mark_dirty_returns_input",
+    "fn_add_dirty_": "function.mark_dirty_returns_input",
     "fn_nondiff": "function.non_differentiable_output",
     "fn_view": "function.view_output",
     "sin_hooked_detach": "saved_hooks.pack_unpack",
     "sin_hooked_x2_x2": "saved_hooks.pack_unpack",
 }
 HOOKED = ("sin_hooked_detach", "sin_hooked_x2_x2")
+DIRTY = ("fn_mul_", "fn_add_dirty_")  # they return their (written) input: no new tensor
 _BACKWARD = ("backward", "backward_g", "autograd_grad")
 
 
@@ -26,7 +28,7 @@ def function_rule(f) -> str | None:
     if op not in _BACKWARD:
         return None
     feeding = {f.origins[k].op for k in f.ancestry(f.step.tensors[0])}
-    dirty = any(s.op == "fn_mul_" for s in f.steps[: d.step])  # (it makes no tensor)
+    dirty = any(s.op in DIRTY for s in f.steps[: d.step])  # (it makes no tensor)
     if not feeding & set(FUNCTION_RULES) and not dirty:
         return None
     hooked = bool(feeding & set(HOOKED))

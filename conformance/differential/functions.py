@@ -44,6 +44,21 @@ class MulDirty(torch.autograd.Function):
     def backward(ctx, g):
         return g * ctx.c, None
 ''',
+    "fn_add_dirty_": '''\
+class AddDirty(torch.autograd.Function):
+    """x.add_(y * c) in place, marked dirty: returns x itself; gradients g and g * c."""
+
+    @staticmethod
+    def forward(ctx, x, y, c):
+        x.add_(y * c)
+        ctx.mark_dirty(x)
+        ctx.c = c
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g * ctx.c, None
+''',
     "fn_nondiff": '''\
 class SignND(torch.autograd.Function):
     """x.sign(), marked non-differentiable: the output requires no grad."""
