@@ -153,6 +153,53 @@ def test_mark_dirty_with_a_second_input_on_a_leaf_that_requires_grad_raises(ex):
     )
 
 
+@rule_test("function.backward_none_gradient")
+def test_backward_returning_none_leaves_that_input_without_a_gradient(ex):
+    """AddNoGrad.apply(a, b, which): a + b, its backward returning None for input
+    `which`. Behind that input a leaf q, q * 2 (a built-in node passes the undefined
+    gradient on) or Scale.apply(q, 2) (its node gets zeros): q's .grad stays as it
+    was (None, or a value set before), or gets zeros; the other input's leaf p gets g
+    all the same; autograd.grad(allow_unused=True) gives None (zeros behind Scale)."""
+    p = ex.tensor("p", dtypes=ex.grad_dtypes(), roles=("leaf",))
+    q = ex.tensor("q", dtypes=(p.dtype,), roles=("leaf",), shape=p.shape)
+    (which,) = ex.draw(arguments(SPACES["fn_none_grad"], Operand(p.shape)), "which")
+    behind = ex.draw(st.sampled_from(("leaf", "mul", "Scale")), "behind the None input")
+    rule = "function.backward_none_gradient"
+    qt = q.tensor
+    if ex.draw(st.booleans(), "q.grad set before"):
+        qt.grad = torch.ones_like(qt)
+    before = None if qt.grad is None else np.ones(q.shape)
+    q_in = {"leaf": lambda: qt, "mul": lambda: qt * 2, "Scale": lambda: FN["Scale"].apply(qt, 2.0)}
+    fed = q_in[behind]()
+    a, b = (fed, p.tensor) if which == 0 else (p.tensor, fed)
+    with attributed_to(rule, f"AddNoGrad.apply(a, b, {which})"):
+        z = FN["AddNoGrad"].apply(a, b, which)
+    expect(rule, z.requires_grad, "the output does not require grad")
+    g, tg = _g(ex, p, ex.device)
+    if ex.draw(st.booleans(), "autograd.grad (else backward)"):
+        with attributed_to(rule, "torch.autograd.grad(z, (p, q), g, allow_unused=True)"):
+            gp, gq = torch.autograd.grad(z, (p.tensor, qt), tg, allow_unused=True)
+        expect_values(rule, gp, round_to(g, p.dtype), "p's gradient")
+        if behind == "Scale":
+            expect(rule, gq is not None, "q's gradient behind Scale is None, not zeros")
+            expect_values(rule, gq, np.zeros(q.shape), "q's gradient behind Scale")
+        else:
+            expect(rule, gq is None, f"q's gradient is {gq}, not None")
+        return
+    with attributed_to(rule, "z.backward(g)"):
+        z.backward(tg)
+    expect_values(rule, p.tensor.grad, round_to(g, p.dtype), "p's gradient")
+    if behind == "Scale":  # zeros: added to what was there
+        expect(rule, qt.grad is not None, "q.grad behind Scale is None, not zeros")
+        want = np.zeros(q.shape) if before is None else before
+        expect_values(rule, qt.grad, want, "q.grad behind Scale")
+    elif before is None:
+        expect(rule, qt.grad is None, f"q.grad is {qt.grad}, not None")
+    else:
+        expect(rule, qt.grad is not None, "q.grad set before is gone")
+        expect_values(rule, qt.grad, before, "q.grad, set before")
+
+
 @rule_test("function.non_differentiable_output")
 def test_non_differentiable_output_requires_no_grad(ex):
     x = ex.tensor("x", dtypes=ex.dtypes(("float",)), roles=("leaf", "nonleaf", "view"))

@@ -1,5 +1,5 @@
 """The argument spaces of the custom autograd.Function rows that take a
-scalar (issue 37): each argument's classes and the procedure that draws it,
+python argument (issue 37): each argument's classes and the procedure that draws it,
 over a Pick (strategies.argspace). The oracle's rows (oracle/ops.py) hold
 these spaces; the differential (conformance.differential.growth) and the
 property tests (conformance/test_functions.py) both draw from them, so a run's
@@ -29,6 +29,21 @@ _C = Arg(
     ),
 )
 
+
+def which(pick: Pick, x: Operand) -> tuple:
+    """The input AddNoGrad's backward returns None for: 0 (x) or 1 (y)."""
+    return (pick.ints(0, 1),)
+
+
+_WHICH = Arg(
+    "which",
+    (
+        Class("None for x", lambda v, x, p: v == 0),
+        Class("None for y", lambda v, x, p: v == 1),
+    ),
+)
+
 SPACES: dict[str, ArgSpace] = {
     "fn_add_dirty_": ArgSpace((_C,), scale, op="fn_add_dirty_"),
+    "fn_none_grad": ArgSpace((_WHICH,), which, op="fn_none_grad"),
 }

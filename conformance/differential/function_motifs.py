@@ -90,3 +90,53 @@ FUNCTION_MOTIFS: tuple = (
     _motif_dirty_with_a_second_input,
     _motif_function_view_of_a_plain_tensor,
 )
+
+
+def _motif_backward_returns_none(draw, g: Growth) -> None:
+    """AddNoGrad.apply(x, y, which): x + y, whose backward returns None for one
+    input. Behind that input: a leaf, a built-in op (which passes the undefined
+    gradient on), or a custom Function (whose node gets zeros); now and then its
+    .grad set beforehand, or a second backward; then backward (or autograd.grad
+    with respect to an input or what is behind it)."""
+    x = pick_graded(draw, g)
+    u = g.pool[x]
+    if tensor_kind(u) not in _GRADED or u.inference:
+        return
+    behind = draw(one_of((None, "mul_s", "fn_scale", "fn_view", "sin")))
+    y0 = _graded_operand(draw, g, x)
+    y = y0
+    if behind is not None:
+        y = apply_op(draw, g, behind, y0, no_grad=False) or y0
+    if not draw(ints(0, 3)):  # y's .grad set beforehand: it stays as it was
+        g.apply(_ones_like(draw, g, y0))
+        g.apply(Step("set_grad", (y0, len(g.pool) - 1)))
+    a, b = (x, y) if draw(BOOLS) else (y, x)  # (the row's `which` picks the None)
+    z = apply_op(draw, g, "fn_none_grad", a, other=b, no_grad=draw(ints(0, 7)) == 7)
+    if z is None:
+        return
+    if not draw(ints(0, 3)):  # autograd.grad, with respect to an input or a leaf behind one
+        inp = draw(one_of((a, b, y0)))
+        t = g.pool[z]
+        if t.requires_grad and g.pool[inp].requires_grad:
+            g.apply(_ones_like(draw, g, z))
+            g.apply(Step("autograd_grad", (z, inp, len(g.pool) - 1), (True,)))
+            return
+    add_backward(draw, g, z, retain=True)
+    if draw(BOOLS):  # accumulation goes on into the other input only
+        add_backward(draw, g, z)
+
+
+def _ones_like(draw, g: Growth, t: int) -> Step:
+    u = g.pool[t]
+    return new_leaf(
+        draw,
+        g,
+        shape=tuple(u.shape),
+        dtype=u.dtype,
+        device=u.device,
+        requires_grad=False,
+        inference=False,
+    )
+
+
+FUNCTION_MOTIFS += (_motif_backward_returns_none,)

@@ -8,6 +8,7 @@ FUNCTION_RULES = {  # a discrepancy at the step itself
     "fn_scale": "function.saved_version_check",
     "fn_mul_": "function.mark_dirty_returns_input",
     "fn_add_dirty_": "function.mark_dirty_returns_input",
+    "fn_none_grad": "function.backward_none_gradient",
     "fn_nondiff": "function.non_differentiable_output",
     "fn_view": "function.view_output",
     "sin_hooked_detach": "saved_hooks.pack_unpack",
@@ -43,4 +44,6 @@ def function_rule(f) -> str | None:
             return "saved_hooks.pack_unpack"
         if dirty:
             return "function.mark_dirty_returns_input"
+    if "fn_none_grad" in feeding and d.kind in ("grad", "values", "shape", "dtype", "identity"):
+        return "function.backward_none_gradient"  # (a .grad, or autograd.grad's result)
     return None

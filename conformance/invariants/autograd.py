@@ -38,6 +38,21 @@ RULES: tuple[Invariant, ...] = (
         "torch/autograd/function.py (FunctionCtx.mark_dirty)",
     ),
     Invariant(
+        "function.backward_none_gradient",
+        "A custom Function whose backward returns None for an input hands that input an "
+        "undefined gradient: no .grad accumulates for it (a leaf's stays None, or as it "
+        "was), built-in nodes behind it pass it on undefined (saved tensors still checked), "
+        "a custom Function's node behind it gets zeros (materialize_grads), "
+        "autograd.grad(allow_unused=True) gives None for it; the other inputs get their "
+        "gradients unchanged (2.0.1 to 2.14.1).",
+        "each returned value should be the gradient w.r.t. the corresponding input. If an "
+        "input is not a Tensor or is a Tensor not requiring grads, you can just pass None as "
+        "a gradient for that input. [set_materialize_grads:] If True, undefined grad tensors "
+        "will be expanded to tensors full of zeros prior to calling the backward() and jvp() "
+        "methods.",
+        "torch/autograd/function.py (Function.backward; FunctionCtx.set_materialize_grads)",
+    ),
+    Invariant(
         "function.non_differentiable_output",
         "An output a custom Function marked with mark_non_differentiable does not require "
         "grad and has no grad_fn.",

@@ -265,3 +265,53 @@ def test_view_output_of_a_plain_tensor_refuses_a_write_that_needs_grad():
         u = eng.call("fn_view", [_leaf(eng, [1.0], False)])
     assert u.custom_view and not u.no_grad_view
     raises(E.CUSTOM_FUNCTION_VIEW, eng.call, "copy_", [u, _leaf(eng, [5.0])])
+
+
+def test_backward_none_leaves_the_input_without_a_gradient():
+    """Measured on 2.0.1, 2.13.0, 2.14.1: z = AddNoGrad.apply(x, y, 1) (None for y);
+    z.backward(ones): x.grad = ones, y.grad None (a .grad set before stays); behind y
+    a built-in op passes the undefined gradient on (w.grad None), a custom Function's
+    node gets zeros (w.grad zeros); autograd.grad gives None for y, zeros for w behind
+    Scale."""
+    eng = Engine()
+    x, y = _leaf(eng, [1.0, 2.0]), _leaf(eng, [3.0, 4.0])
+    _backward(eng, eng.call("fn_none_grad", [x, y], (1,)))
+    np.testing.assert_array_equal(x.grad, [1.0, 1.0])
+    assert y.grad is None
+    eng.call("set_grad", [y, _leaf(eng, [7.0, 7.0], False)], ())
+    _backward(eng, eng.call("fn_none_grad", [x, y], (1,)))
+    np.testing.assert_array_equal(x.grad, [2.0, 2.0])
+    np.testing.assert_array_equal(y.grad, [7.0, 7.0])
+    for behind, want in (("mul_s", None), ("fn_scale", [0.0, 0.0])):
+        eng = Engine()
+        x, w = _leaf(eng, [1.0, 2.0]), _leaf(eng, [3.0, 4.0])
+        y = eng.call(behind, [w], (2.0,))
+        z = eng.call("fn_none_grad", [x, y], (1,))
+        got = eng.call("autograd_grad", [z, w, _leaf(eng, [1.0, 1.0], False)], (True,))
+        assert eng.call("autograd_grad", [z, y, _leaf(eng, [1.0, 1.0], False)], (True,)) is None
+        _backward(eng, z)
+        if want is None:
+            assert w.grad is None and got is None
+        else:
+            np.testing.assert_array_equal(w.grad, want)
+            np.testing.assert_array_equal(got.values(), want)
+
+
+def test_an_undefined_gradient_still_runs_the_nodes_behind_it():
+    """A built-in node given only an undefined gradient runs: it unpacks what it saved
+    (torch 2.0.1 to 2.14.1: 'modified by an inplace operation'), and a node it shares
+    with a defined path still gets that path's gradient."""
+    eng = Engine()
+    x, w = _leaf(eng, [1.0, 2.0]), _leaf(eng, [0.5, 1.0])
+    a = eng.call("mul_s", [w], (1.0,))
+    y = eng.call("sin", [a])
+    eng.call("mul_s_", [a], (2.0,))
+    raises(E.SAVED_TENSOR_MODIFIED, _backward, eng, eng.call("fn_none_grad", [x, y], (1,)))
+    eng = Engine()
+    x, w = _leaf(eng, [1.0, 2.0]), _leaf(eng, [3.0, 4.0])
+    a = eng.call("mul_s", [w], (1.0,))
+    b = eng.call("mul_s", [a], (2.0,))
+    z = eng.call("add", [eng.call("fn_none_grad", [x, b], (1,)), a])
+    _backward(eng, z)
+    np.testing.assert_array_equal(w.grad, [1.0, 1.0])
+    np.testing.assert_array_equal(x.grad, [1.0, 1.0])

@@ -142,3 +142,21 @@ def _(torch):
         return out
 
     function.apply = classmethod(apply)
+
+
+@plant(
+    "function_none_grad_passed_through",
+    "function.backward_none_gradient",
+    "a None a custom Function's backward returns, for an input that needs a gradient, is "
+    "replaced by the gradient of its output (AddNoGrad's input gets g after all)",
+)
+def _(torch):
+    def apply(orig, self, *args):
+        out = orig(self, *args)
+        grads = out if isinstance(out, tuple) else (out,)
+        needs = self.needs_input_grad
+        return tuple(
+            args[0] if g is None and i < len(needs) and needs[i] else g for i, g in enumerate(grads)
+        )
+
+    wrap(torch.autograd.function.BackwardCFunction, "apply", apply)
