@@ -44,6 +44,20 @@ def function_rule(f) -> str | None:
             return "saved_hooks.pack_unpack"
         if dirty:
             return "function.mark_dirty_returns_input"
-    if "fn_none_grad" in feeding and d.kind in ("grad", "values", "shape", "dtype", "identity"):
-        return "function.backward_none_gradient"  # (a .grad, or autograd.grad's result)
+    if "fn_none_grad" in feeding and _none_gradient(f):
+        return "function.backward_none_gradient"
     return None
+
+
+def _none_gradient(f) -> bool:
+    """A .grad, or autograd.grad's result, differs after a backward through AddNoGrad;
+    not where a leaf's .grad shares memory with backward's gradient argument
+    (pytorch/pytorch#34082, conformance.differential.grad_argument's)."""
+    from conformance.differential import grad_argument  # (it imports torch)
+
+    d = f.d
+    if grad_argument.rule(f.run, d) is not None:
+        return False
+    if d.kind == "grad":
+        return True
+    return f.step.op == "autograd_grad" and d.kind in ("values", "shape", "dtype")
