@@ -649,8 +649,8 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         # (measured on 2.13.0: a retained tensor off the path keeps its .grad)
         notes = run_backward(root, grad, bool(p[0]), list(self._retainers), capture=captured)
         self.undefined = self.undefined or "; ".join(notes) or None
-        if len(captured) == 1:
-            return None  # allow_unused: out does not depend on inp
+        if len(captured) == 1 or captured[1] is None:
+            return None  # allow_unused: out does not depend on inp (or its gradient is undefined)
         g = graph.validate(np.asarray(captured[1]), graph.target_meta(target))
         return new_tensor(g, inp.dtype, geo.contiguous_strides(np.shape(g)), inp.device)
 

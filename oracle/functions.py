@@ -13,11 +13,17 @@ short method of the Engine (mixed in). What was measured on torch 2.13.0:
   When the node is recorded, x's .grad is reset to None first (a view refused
   by rebase_history's checks loses it too); x.mul_(c) itself keeps .grad.
   Under no_grad, an x that requires grad comes back as x.detach().
+- AddDirty (x.add_(y * c), mark_dirty(x)): as MulDirty, with a second input y
+  that gets g * c; x that requires no grad, with y that does, gets the
+  Function's node as its history (its base gets CopySlices, for a view); x a
+  leaf that requires grad raises after the write (2.0.1 to 2.14.1 alike).
 - SignND (x.sign(), mark_non_differentiable): the output requires no grad.
 - ViewFn (x.view_as(x)): a view of x whose grad_fn is the Function's node;
-  torch marks it made in a custom Function (when x requires grad, under
-  no_grad too): writing it in place in grad mode raises, and once it or its
-  base was written, reading its grad_fn raises.
+  torch marks it made in a custom Function (under no_grad too, and when x
+  requires no grad): writing it in place in grad mode raises (when x requires
+  no grad: once the write needs grad, an operand that requires grad), and once
+  it or its base was written, reading its grad_fn raises (when x required no
+  grad: once its base requires grad).
 - sin under hooks: pack runs once when sin saves x, unpack once at backward,
   and the gradient is computed from what unpack returned; a tensor saved
   through hooks has no version check (nor the detached-in-place check).
@@ -69,12 +75,38 @@ class FunctionOps:
 
     def _op_fn_mul_(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
         """MulDirty.apply(x, c): x.mul_(c) inside forward, mark_dirty(x), return x."""
+        t, c = ts[0], p[0]
+        with np.errstate(all="ignore"):
+            values = op_values(t.values(), t.dtype) * c
+        return self._marked_dirty(spec, ts, values, lambda g: [g * c])
+
+    def _op_fn_add_dirty_(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        """AddDirty.apply(x, y, c): x.add_(y * c) inside forward, mark_dirty(x), return x;
+        backward returns g for x and g * c for y (reduced to y's shape, as validate_outputs
+        reduces a built-in op's)."""
+        t, y, c = ts[0], ts[1], p[0]
+        if geo.broadcast_shapes(t.shape, y.shape) != t.shape:  # x.add_ refuses, writing nothing
+            bad = geo.broadcast_shapes(t.shape, y.shape) is None
+            raise OracleError(
+                ErrorKind.NOT_BROADCASTABLE,
+                "must match the size" if bad else "doesn't match the broadcast shape",
+            )
+        with np.errstate(all="ignore"):  # y * c is a tensor of its own, read before the write
+            scaled = round_to(op_values(y.values(), y.dtype) * c, y.dtype)
+            values = op_values(t.values(), t.dtype) + op_values(scaled, y.dtype)
+        return self._marked_dirty(spec, ts, values, lambda g: [g, g * c])
+
+    def _marked_dirty(
+        self, spec: OpSpec, ts: list, values: np.ndarray, bwd: Callable[[np.ndarray], list]
+    ) -> OTensor:
+        """A Function whose forward writes values into its first input and marks it
+        dirty: every input's edge is collected before forward runs, the write bumps
+        the version and mark_dirty again, and the Function's node (backward: bwd(g),
+        one gradient per input) becomes the input's history."""
         t = ts[0]
         need = self._needs_grad(ts)
-        edges = [t.edge()] if need else None
-        self._check_write(t, None)  # forward's own mul_
-        with np.errstate(all="ignore"):
-            values = op_values(t.values(), t.dtype) * p[0]
+        edges = [u.edge() for u in ts] if need else None
+        self._check_write(t, None)  # forward's own write
         self._write(t, values)
         t.counter.value += 1  # mark_dirty bumps the version again
         if not self.grad_enabled and t.requires_grad:  # nothing recorded: a detached alias
@@ -86,8 +118,7 @@ class FunctionOps:
             # (whose view checks may then refuse); a plain x.mul_(c) keeps it
             t.grad = t.grad_dtype = None
             self._check_inplace(t, True)  # rebase_history: a view's creation meta
-            c = p[0]
-            node = Node(spec.name, edges, lambda g, sv, needs: [g * c], (t.shape, t.dtype))
+            node = Node(spec.name, edges, lambda g, sv, needs: bwd(g), (t.shape, t.dtype))
             self._rebase(t, node)
         return t
 
@@ -108,9 +139,11 @@ class FunctionOps:
         edges = [t.edge()] if need else None
         geom = (t.shape, t.strides, t.offset, lambda g, in_shape: g)
         v = self._view_result(spec.name, t, geom, edges)
-        # CreationMeta::IN_CUSTOM_FUNCTION wherever x requires grad, under no_grad too
-        # (torch then says "A view was created in no_grad mode ... inside a custom Function")
-        if t.requires_grad and v.base is not None:
+        # CreationMeta::IN_CUSTOM_FUNCTION for every view it returns, under no_grad too and
+        # whether or not x requires grad (measured on 2.0.1, 2.4.1, 2.13.0, 2.14.1: a view of
+        # a tensor that requires no grad, then written with an operand that requires grad,
+        # raises "A view was created in no_grad mode ... inside a custom Function")
+        if v.base is not None:
             # one creation meta: it replaces what the view inherited (inference mode too)
             v.no_grad_view = v.multi_output = v.inference_view = False
             v.custom_view = True

@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 
 from . import geometry, gradapi
-from .dtypes import round_to
+from .dtypes import compute_dtype, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import broadcast_shapes, is_dense
 from .nodes import Meta, Node, sum_to
@@ -74,6 +74,35 @@ def _copied_into_layout(g: np.ndarray, leaf: OTensor, is_root: bool) -> bool:
     return False
 
 
+def _undefined(
+    node: Node | Accumulator, keep_graph: bool, capture: list | None, notes: list[str]
+) -> np.ndarray | None:
+    """A node whose every incoming gradient was undefined (measured on 2.0.1, 2.13.0,
+    2.14.1): the engine still runs it. AccumulateGrad accumulates nothing and
+    retain_grad keeps nothing; autograd.grad's input gets None (allow_unused); a custom
+    Function's node gets zeros (materialize_grads, the default), returned here to run
+    as any gradient; a built-in node unpacks what it saved (a version check may
+    raise), is released, and passes the undefined gradient on (None returned).
+    CopySlices returns at once. Hooks are called with None: not modelled."""
+    if capture is not None and node is capture[0]:
+        capture.append(None)
+        return None
+    owner = getattr(node, "leaf", node)
+    hooked = ("tensor_hooks", "node_prehooks", "node_posthooks", "post_hooks")
+    if any(getattr(owner, a, ()) or getattr(node, a, ()) for a in hooked):
+        notes.append("a hook called with an undefined gradient (None): not modelled")
+    if isinstance(node, Accumulator):
+        return None
+    zeros = np.zeros(node.out[0], compute_dtype(node.out[1])) if node.out else None
+    if node.name.startswith("fn_"):  # the custom Functions' rows (oracle/ops.py)
+        return zeros
+    if node.name != "CopySlices" and zeros is not None:
+        node.apply(zeros)  # (its gradients are not used: undefined ones go on)
+    if not keep_graph:
+        node.release()
+    return None
+
+
 def _leads_to(root: Node | Accumulator, target: object) -> set[int]:
     """The nodes from which `target` can be reached (torch's exec_info for
     autograd.grad: only these run)."""
@@ -125,15 +154,29 @@ def run_backward(
     def ready_entry(n: Node | Accumulator) -> tuple:
         return (-np.inf if isinstance(n, Accumulator) else -n.seq, next(tie), n)
 
-    buffers, is_root = {id(root): grad}, {id(root): True}  # is_root: backward's own argument
+    # is_root: backward's own argument. A buffer of None: every gradient that arrived
+    # was undefined (a custom Function's backward returned None for that input)
+    buffers, is_root = {id(root): grad}, {id(root): True}
     ready = [ready_entry(root)]
     while ready:
         node = heapq.heappop(ready)[2]
         g, g_is_root = buffers.pop(id(node)), is_root.pop(id(node))
+        materialized = g is None
+        if materialized:
+            g = _undefined(node, keep_graph, capture, notes)
+            if g is None:  # passed on undefined, to every edge
+                for e in getattr(node, "edges", ()):
+                    if e is not None and (needed is None or id(e) in needed):
+                        buffers.setdefault(id(e), None)
+                        is_root.setdefault(id(e), False)
+                        deps[id(e)] -= 1
+                        if deps[id(e)] == 0:
+                            heapq.heappush(ready, ready_entry(e))
+                continue
         g, hooked = gradapi.pre_hooks(node, g, node.out[1] if node.out else None)
         g_is_root = g_is_root and not hooked  # (a hook's result is no longer backward's own)
-        for t in hooks.get(id(node), ()):  # retain_grad hooks see the node's input
-            t.add_grad(g, node.out[1])
+        for t in () if materialized else hooks.get(id(node), ()):
+            t.add_grad(g, node.out[1])  # retain_grad hooks see the node's input (not zeros)
         if capture is not None and node is capture[0]:
             capture.append(g)
             continue
@@ -159,10 +202,13 @@ def run_backward(
                 meta = target_meta(e)  # Node post hooks, on what validate_outputs left
                 gi, posted = gradapi.node_hooks(node, "node_posthooks", gi, meta and meta[1])
                 same = same and not posted
-                if id(e) in buffers:
+                if buffers.get(id(e)) is not None:
                     buffers[id(e)], is_root[id(e)] = buffers[id(e)] + gi, False
                 else:
                     buffers[id(e)], is_root[id(e)] = gi, same
+            else:  # undefined: the node still runs once its inputs are in
+                buffers.setdefault(id(e), None)
+                is_root.setdefault(id(e), False)
             deps[id(e)] -= 1
             if deps[id(e)] == 0 and id(e) in buffers:
                 heapq.heappush(ready, ready_entry(e))

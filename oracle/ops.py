@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from strategies import op_args
+from strategies import function_args, op_args
 from strategies.argspace import ArgSpace
 
 from . import complex_views, gradapi, index_ops, view_geometry, view_ops, view_rows, write_rows
@@ -339,6 +339,31 @@ _row(
     inplace=True,
     exact_bump=False,  # the write, then mark_dirty: two bumps
     param_kinds=("custom",),
+)
+_row(
+    "fn_add_dirty_",
+    2,
+    ("c",),
+    "AddDirty.apply({t0}, {t1}, {p0})",
+    "fn_add_dirty_",
+    dtypes=FC,
+    inplace=True,
+    exact_bump=False,  # the write, then mark_dirty: two bumps
+    args=function_args.SPACES["fn_add_dirty_"],
+)
+_row(
+    "fn_none_grad",
+    2,
+    ("which",),
+    "AddNoGrad.apply({t0}, {t1}, {p0})",
+    "pointwise",
+    dtypes=FC,
+    check=_bcast,
+    args=function_args.SPACES["fn_none_grad"],
+    fwd=lambda xs, p, dt: xs[0] + xs[1],
+    # None: an undefined gradient, which that input's history never turns into one
+    # (oracle.graph.run_backward); the other input gets g, reduced to its shape
+    bwd=lambda g, sv, p, n, s: [None, g] if p[0] == 0 else [g, None],
 )
 _row("fn_nondiff", 1, (), "SignND.apply({t0})", "fn_nondiff", dtypes=("float",))
 _row("fn_view", 1, (), "ViewFn.apply({t0})", "fn_view", dtypes=FC, view=True)

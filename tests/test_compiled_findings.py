@@ -830,3 +830,15 @@ def test_donated_buffers_entry():
             for e in SHIPPED_ENTRIES
         )
     assert not _covered("compile.grad", {"mul_s", "div"}, text)
+
+
+def test_fn_view_of_a_plain_input_entry():
+    """ci --compile aot_eager seed 0 (issue 37 c): ViewFn.apply(t4) of a t4 that
+    requires no grad, then t4.copy_(t6) with t6 requiring grad: eager refuses reading
+    t5.is_leaf, the compiled call hands back an ordinary view; every backend."""
+    said = "t5.is_leaf is False compiled, raises eager"
+    for target, column in (("aot_eager", COLUMN), ("inductor", INDUCTOR)):
+        text = _differ(target, "after the call", said, "compile.autograd_flags")
+        assert _covered_in(column, "compile.autograd_flags", {"fn_view", "copy_"}, text)
+    text = _differ("aot_eager", "after the call", said, "compile.autograd_flags")
+    assert not _covered("compile.autograd_flags", {"copy_"}, text)  # no custom Function

@@ -7,12 +7,15 @@ from __future__ import annotations
 FUNCTION_RULES = {  # a discrepancy at the step itself
     "fn_scale": "function.saved_version_check",
     "fn_mul_": "function.mark_dirty_returns_input",
+    "fn_add_dirty_": "function.mark_dirty_returns_input",
+    "fn_none_grad": "function.backward_none_gradient",
     "fn_nondiff": "function.non_differentiable_output",
     "fn_view": "function.view_output",
     "sin_hooked_detach": "saved_hooks.pack_unpack",
     "sin_hooked_x2_x2": "saved_hooks.pack_unpack",
 }
 HOOKED = ("sin_hooked_detach", "sin_hooked_x2_x2")
+DIRTY = ("fn_mul_", "fn_add_dirty_")  # they return their (written) input: no new tensor
 _BACKWARD = ("backward", "backward_g", "autograd_grad")
 
 
@@ -26,7 +29,7 @@ def function_rule(f) -> str | None:
     if op not in _BACKWARD:
         return None
     feeding = {f.origins[k].op for k in f.ancestry(f.step.tensors[0])}
-    dirty = any(s.op == "fn_mul_" for s in f.steps[: d.step])  # (it makes no tensor)
+    dirty = any(s.op in DIRTY for s in f.steps[: d.step])  # (it makes no tensor)
     if not feeding & set(FUNCTION_RULES) and not dirty:
         return None
     hooked = bool(feeding & set(HOOKED))
@@ -41,4 +44,20 @@ def function_rule(f) -> str | None:
             return "saved_hooks.pack_unpack"
         if dirty:
             return "function.mark_dirty_returns_input"
+    if "fn_none_grad" in feeding and _none_gradient(f):
+        return "function.backward_none_gradient"
     return None
+
+
+def _none_gradient(f) -> bool:
+    """A .grad, or autograd.grad's result, differs after a backward through AddNoGrad;
+    not where a leaf's .grad shares memory with backward's gradient argument
+    (pytorch/pytorch#34082, conformance.differential.grad_argument's)."""
+    from conformance.differential import grad_argument  # (it imports torch)
+
+    d = f.d
+    if grad_argument.rule(f.run, d) is not None:
+        return False
+    if d.kind == "grad":
+        return True
+    return f.step.op == "autograd_grad" and d.kind in ("values", "shape", "dtype")

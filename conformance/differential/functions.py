@@ -44,6 +44,34 @@ class MulDirty(torch.autograd.Function):
     def backward(ctx, g):
         return g * ctx.c, None
 ''',
+    "fn_add_dirty_": '''\
+class AddDirty(torch.autograd.Function):
+    """x.add_(y * c) in place, marked dirty: returns x itself; gradients g and g * c."""
+
+    @staticmethod
+    def forward(ctx, x, y, c):
+        x.add_(y * c)
+        ctx.mark_dirty(x)
+        ctx.c = c
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g * ctx.c, None
+''',
+    "fn_none_grad": '''\
+class AddNoGrad(torch.autograd.Function):
+    """x + y; backward returns None for input `which` (0: x, 1: y), g for the other."""
+
+    @staticmethod
+    def forward(ctx, x, y, which):
+        ctx.which = which
+        return x + y
+
+    @staticmethod
+    def backward(ctx, g):
+        return (None, g, None) if ctx.which == 0 else (g, None, None)
+''',
     "fn_nondiff": '''\
 class SignND(torch.autograd.Function):
     """x.sign(), marked non-differentiable: the output requires no grad."""

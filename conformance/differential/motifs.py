@@ -4,6 +4,7 @@ interactions the rules are about. Each is ordinary steps."""
 from __future__ import annotations
 
 from conformance.differential.choices import BOOLS, ints, one_of
+from conformance.differential.function_motifs import FUNCTION_MOTIFS
 from conformance.differential.growth import (
     ALIAS_FOR_WRITE,
     FAMILIES,
@@ -446,6 +447,7 @@ SURFACE_MOTIFS += (
     _motif_saved_tensor_hooks,
     _motif_saved_detached,
 )
+SURFACE_MOTIFS += FUNCTION_MOTIFS  # AddDirty, ViewFn of a plain tensor (function_motifs.py)
 SURFACE_MOTIFS += WRITE_MOTIFS  # out=, resize_, set_, _foreach_ (write_motifs.py)
 SURFACE_MOTIFS += INPLACE_VIEW_MOTIFS  # transpose_, t_... (inplace_view_motifs.py)
 SURFACE_MOTIFS += LAZY_MOTIFS  # conj(), _neg_view(), view_as_real()... (lazy_motifs.py)

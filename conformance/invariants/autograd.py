@@ -29,11 +29,28 @@ RULES: tuple[Invariant, ...] = (
         "function.mark_dirty_returns_input",
         "A custom Function that writes its input in place and marks it dirty returns that "
         "input itself, whose version goes up (torch 2.13: twice, the write and mark_dirty) "
-        "and whose history becomes the Function's node (its base's CopySlices, for a view); "
-        "on a leaf that requires grad it raises, after the write.",
+        "and whose history becomes the Function's node (its base's CopySlices, for a view), "
+        "also when it required no grad and another input does; each other input gets the "
+        "gradient backward returns for it; on a leaf that requires grad it raises, after "
+        "the write.",
         "Every tensor that's been modified in-place in a call to forward should be given to "
         "this function, to ensure correctness of our checks.",
         "torch/autograd/function.py (FunctionCtx.mark_dirty)",
+    ),
+    Invariant(
+        "function.backward_none_gradient",
+        "A custom Function whose backward returns None for an input hands that input an "
+        "undefined gradient: no .grad accumulates for it (a leaf's stays None, or as it "
+        "was), built-in nodes behind it pass it on undefined (saved tensors still checked), "
+        "a custom Function's node behind it gets zeros (materialize_grads), "
+        "autograd.grad(allow_unused=True) gives None for it; the other inputs get their "
+        "gradients unchanged (2.0.1 to 2.14.1).",
+        "each returned value should be the gradient w.r.t. the corresponding input. If an "
+        "input is not a Tensor or is a Tensor not requiring grads, you can just pass None as "
+        "a gradient for that input. [set_materialize_grads:] If True, undefined grad tensors "
+        "will be expanded to tensors full of zeros prior to calling the backward() and jvp() "
+        "methods.",
+        "torch/autograd/function.py (Function.backward; FunctionCtx.set_materialize_grads)",
     ),
     Invariant(
         "function.non_differentiable_output",
@@ -48,7 +65,10 @@ RULES: tuple[Invariant, ...] = (
         "A custom Function that returns a view of its input returns a view (_base is the "
         "input's base, shared memory and version counter) whose grad_fn is the Function's "
         "node; writing it in place in grad mode raises, and once it or its base was written, "
-        "reading its grad_fn raises (torch 2.13; under no_grad it is a no_grad view).",
+        "reading its grad_fn raises (torch 2.13; under no_grad it is a no_grad view). A view "
+        "of an input that requires no grad is marked so too: written in place with an "
+        "operand that requires grad it raises, as does reading its grad_fn once its base was "
+        "so written (2.0.1 to 2.14.1).",
         "This view was created inside a custom Function (or because an input was returned "
         "as-is) and the autograd logic to handle view+inplace would override the custom "
         "backward associated with the custom Function, leading to incorrect gradients. This "

@@ -191,3 +191,127 @@ def test_mark_dirty_under_no_grad_returns_a_detached_alias():
         z = eng.call("fn_mul_", [x], (2.0,))
     assert z is not x and z.storage is x.storage and z.counter is x.counter
     assert not z.requires_grad and x.version == 2 and x.grad_fn() is None
+
+
+def test_add_dirty_hands_both_inputs_their_gradients():
+    """Measured on 2.0.1, 2.4.1, 2.13.0, 2.14.1: x = a * 1, y a leaf;
+    AddDirty.apply(x, y, 2.0) gives x = x + 2y at version 2 (y's stays 0), grad_fn
+    AddDirtyBackward; x.backward([1, 10]): a.grad = [1, 10], y.grad = [2, 20]."""
+    eng = Engine()
+    a = _leaf(eng, [1.0, 2.0])
+    x = eng.call("mul_s", [a], (1.0,))
+    y = _leaf(eng, [3.0, 4.0])
+    r = eng.call("fn_add_dirty_", [x, y], (2.0,))
+    assert r is x and x.version == 2 and y.version == 0 and x.grad_fn().name == "fn_add_dirty_"
+    np.testing.assert_array_equal(x.values(), [7.0, 10.0])
+    eng.call("backward_g", [x, _leaf(eng, [1.0, 10.0], False)], (False,))
+    np.testing.assert_array_equal(a.grad, [1.0, 10.0])
+    np.testing.assert_array_equal(y.grad, [2.0, 20.0])
+
+
+def test_add_dirty_on_a_plain_tensor_a_view_and_a_leaf():
+    eng = Engine()
+    p = _leaf(eng, [1.0, 2.0], False)  # requires no grad: the node becomes its history
+    y = _leaf(eng, [3.0, 4.0])
+    eng.call("fn_add_dirty_", [p, y], (2.0,))
+    assert p.requires_grad and p.grad_fn().name == "fn_add_dirty_" and p.version == 2
+    _backward(eng, p)
+    np.testing.assert_array_equal(y.grad, [2.0, 2.0])
+    base = _leaf(eng, [[0.0, 0.0], [0.0, 0.0]], False)  # a plain base's view: CopySlices
+    v = eng.call("select", [base], (0, 0))
+    y2 = _leaf(eng, [1.0], True)  # broadcast into v: its gradient is summed
+    eng.call("fn_add_dirty_", [v, y2], (-0.5,))
+    assert base.grad_fn().name == "CopySlices"
+    _backward(eng, base)
+    np.testing.assert_array_equal(y2.grad, [-1.0])
+    leaf = _leaf(eng, [1.0, 2.0])  # refused after the write
+    raises(E.INPLACE_ON_LEAF, eng.call, "fn_add_dirty_", [leaf, y], (2.0,))
+    np.testing.assert_array_equal(leaf.values(), [7.0, 10.0])
+    assert leaf.version == 2
+
+
+def test_add_dirty_gradient_matches_finite_differences():
+    def chain(e, ts):
+        x = e.call("sin", [ts[0]])
+        e.call("fn_add_dirty_", [x, e.call("mul", [ts[1], ts[1]])], (3.0,))
+        return x
+
+    xs = [np.array([0.3, -0.7]), np.array([1.5, 0.25])]
+    eng = Engine()
+    leaves = [eng.leaf(v, "float64", True) for v in xs]
+    _backward(eng, chain(eng, leaves))
+    for leaf, want in zip(leaves, numeric_grads(chain, xs, "float64", np.ones(2)), strict=True):
+        np.testing.assert_allclose(leaf.grad, want, rtol=1e-6)
+
+
+def test_view_output_of_a_plain_tensor_refuses_a_write_that_needs_grad():
+    """Measured on 2.0.1, 2.4.1, 2.13.0, 2.14.1: v = ViewFn.apply(x) for x that
+    requires no grad; v.add_(w) with w requiring grad raises "A view was created in
+    no_grad mode ... inside a custom Function" before writing; v.mul_(2) goes
+    through; x.add_(w) goes through, and then v.grad_fn raises."""
+    eng = Engine()
+    x = _leaf(eng, [1.0, 2.0], False)
+    w = _leaf(eng, [3.0, 4.0])
+    v = eng.call("fn_view", [x])
+    assert v.base is x and v.custom_view and not v.requires_grad and v.grad_fn() is None
+    raises(E.CUSTOM_FUNCTION_VIEW, eng.call, "add_", [v, w])
+    assert x.version == 0
+    eng.call("mul_s_", [v], (2.0,))  # needs no grad: allowed
+    assert v.grad_fn() is None
+    eng.call("add_", [x, w])
+    assert v.requires_grad
+    raises(E.CUSTOM_FUNCTION_VIEW, v.grad_fn)
+    with eng.no_grad():  # made under no_grad: the same CreationMeta
+        u = eng.call("fn_view", [_leaf(eng, [1.0], False)])
+    assert u.custom_view and not u.no_grad_view
+    raises(E.CUSTOM_FUNCTION_VIEW, eng.call, "copy_", [u, _leaf(eng, [5.0])])
+
+
+def test_backward_none_leaves_the_input_without_a_gradient():
+    """Measured on 2.0.1, 2.13.0, 2.14.1: z = AddNoGrad.apply(x, y, 1) (None for y);
+    z.backward(ones): x.grad = ones, y.grad None (a .grad set before stays); behind y
+    a built-in op passes the undefined gradient on (w.grad None), a custom Function's
+    node gets zeros (w.grad zeros); autograd.grad gives None for y, zeros for w behind
+    Scale."""
+    eng = Engine()
+    x, y = _leaf(eng, [1.0, 2.0]), _leaf(eng, [3.0, 4.0])
+    _backward(eng, eng.call("fn_none_grad", [x, y], (1,)))
+    np.testing.assert_array_equal(x.grad, [1.0, 1.0])
+    assert y.grad is None
+    eng.call("set_grad", [y, _leaf(eng, [7.0, 7.0], False)], ())
+    _backward(eng, eng.call("fn_none_grad", [x, y], (1,)))
+    np.testing.assert_array_equal(x.grad, [2.0, 2.0])
+    np.testing.assert_array_equal(y.grad, [7.0, 7.0])
+    for behind, want in (("mul_s", None), ("fn_scale", [0.0, 0.0])):
+        eng = Engine()
+        x, w = _leaf(eng, [1.0, 2.0]), _leaf(eng, [3.0, 4.0])
+        y = eng.call(behind, [w], (2.0,))
+        z = eng.call("fn_none_grad", [x, y], (1,))
+        got = eng.call("autograd_grad", [z, w, _leaf(eng, [1.0, 1.0], False)], (True,))
+        assert eng.call("autograd_grad", [z, y, _leaf(eng, [1.0, 1.0], False)], (True,)) is None
+        _backward(eng, z)
+        if want is None:
+            assert w.grad is None and got is None
+        else:
+            np.testing.assert_array_equal(w.grad, want)
+            np.testing.assert_array_equal(got.values(), want)
+
+
+def test_an_undefined_gradient_still_runs_the_nodes_behind_it():
+    """A built-in node given only an undefined gradient runs: it unpacks what it saved
+    (torch 2.0.1 to 2.14.1: 'modified by an inplace operation'), and a node it shares
+    with a defined path still gets that path's gradient."""
+    eng = Engine()
+    x, w = _leaf(eng, [1.0, 2.0]), _leaf(eng, [0.5, 1.0])
+    a = eng.call("mul_s", [w], (1.0,))
+    y = eng.call("sin", [a])
+    eng.call("mul_s_", [a], (2.0,))
+    raises(E.SAVED_TENSOR_MODIFIED, _backward, eng, eng.call("fn_none_grad", [x, y], (1,)))
+    eng = Engine()
+    x, w = _leaf(eng, [1.0, 2.0]), _leaf(eng, [3.0, 4.0])
+    a = eng.call("mul_s", [w], (1.0,))
+    b = eng.call("mul_s", [a], (2.0,))
+    z = eng.call("add", [eng.call("fn_none_grad", [x, b], (1,)), a])
+    _backward(eng, z)
+    np.testing.assert_array_equal(w.grad, [1.0, 1.0])
+    np.testing.assert_array_equal(x.grad, [1.0, 1.0])

@@ -24,7 +24,7 @@ clamp_ clamp_min_ setitem setitem_s backward backward_g requires_grad_ retain_gr
 narrow diagonal movedim swapaxes swapdims unflatten unfold as_strided mT T H mH adjoint
 unbind_k split_k split_with_sizes_k chunk_k tensor_split_k hsplit_k vsplit_k
 setitem_t index_put_ masked_fill_ index_add_ index_copy_ scatter_ autograd_grad set_grad
-fn_scale fn_mul_ fn_nondiff fn_view sin_hooked_detach sin_hooked_x2_x2
+fn_scale fn_mul_ fn_add_dirty_ fn_none_grad fn_nondiff fn_view sin_hooked_detach sin_hooked_x2_x2
 add_out mul_out exp_out neg_out resize_ set_
 foreach_add_s_ foreach_mul_s_ foreach_add_l_ foreach_mul_l_
 conj neg_view resolve_conj resolve_neg view_as_real view_as_complex real imag view_dtype""".split()

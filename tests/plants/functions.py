@@ -104,3 +104,59 @@ def _(torch):
 )
 def _(torch):
     _wrap_saved_hooks(torch, lambda pack: lambda t: pack(pack(t)), lambda unpack: unpack)
+
+
+@plant(
+    "mark_dirty_drops_other_grads",
+    "function.mark_dirty_returns_input",
+    "a Function that marks an input dirty hands its other inputs no gradient: its node "
+    "drops every gradient but the dirty input's (AddDirty's y gets none)",
+)
+def _(torch):
+    def mark_dirty(orig, self, *args, **kwargs):
+        orig(self, *args, **kwargs)
+        # ctx is the Function's node: a node hook may replace its grad_inputs
+        self.register_hook(lambda gi, go: (gi[0],) + (None,) * (len(gi) - 1))
+
+    wrap(torch.autograd.function.FunctionCtx, "mark_dirty", mark_dirty)
+
+
+@plant(
+    "function_view_of_plain_ordinary",
+    "function.view_output",
+    "a view a custom Function returns of inputs that require no grad comes back as an "
+    "ordinary view (as_strided of its base): writing it with an operand that requires grad "
+    "goes through",
+)
+def _(torch):
+    function = torch.autograd.function.Function
+    original = function.__dict__["apply"].__func__
+
+    def apply(cls, *args, **kwargs):
+        out = original(cls, *args, **kwargs)
+        inputs = [a for a in args if isinstance(a, torch.Tensor)]
+        if isinstance(out, torch.Tensor) and out._base is not None:
+            plain = not any(a.requires_grad for a in inputs)
+            if plain and all(out is not a for a in inputs):
+                return out._base.as_strided(out.size(), out.stride(), out.storage_offset())
+        return out
+
+    function.apply = classmethod(apply)
+
+
+@plant(
+    "function_none_grad_passed_through",
+    "function.backward_none_gradient",
+    "a None a custom Function's backward returns, for an input that needs a gradient, is "
+    "replaced by the gradient of its output (AddNoGrad's input gets g after all)",
+)
+def _(torch):
+    def apply(orig, self, *args):
+        out = orig(self, *args)
+        grads = out if isinstance(out, tuple) else (out,)
+        needs = self.needs_input_grad
+        return tuple(
+            args[0] if g is None and i < len(needs) and needs[i] else g for i, g in enumerate(grads)
+        )
+
+    wrap(torch.autograd.function.BackwardCFunction, "apply", apply)
