@@ -29,6 +29,7 @@ from conformance.differential.tolerated import (
     feeding,
     grad_tolerance,
     overflow_excuses,
+    parts_atol,
     value_tolerance,
 )
 from conformance.internal import suite_code
@@ -320,6 +321,7 @@ def _grads(run: Run, number: int, step: Step, seen: _Seen, skip: bool) -> Discre
             path = [ours[k] for k in fed if k < len(ours)]
             divisors = divisors_on_path(run, step, fed, ours)
         tolerated = grad_tolerance(o.dtype, path, divisors)
+        tolerated = (tolerated[0], tolerated[1] + parts_atol(o.dtype, o.grad, path))
         if (cancelled := cancelled_atol(run, step, i, fed)) is not None:
             tolerated = (tolerated[0], tolerated[1] + cancelled)
         prior = before_o[i].grad if i < len(before_o) else None

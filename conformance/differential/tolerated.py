@@ -133,6 +133,19 @@ def grad_tolerance(
     return rtol, atol + 8 * UNIT[coarsest] * terms
 
 
+def parts_atol(dtype: str, grad: np.ndarray, path: list[Observed]) -> float:
+    """The absolute part for a float gradient computed through complex tensors
+    on its path (view_as_complex's input gets view_as_real of a complex
+    gradient): each element is a part of a complex number, exact to that
+    number, not to the part (as value_tolerance's float part of complex
+    memory). 0 where no complex tensor is on the path."""
+    if dtype not in PART_OF or not any(o.dtype in COMPLEX for o in path):
+        return 0.0
+    finite = np.abs(grad[np.isfinite(grad)])
+    # (|z| is at most twice its largest part)
+    return part_atol(PART_OF[dtype], 2 * float(finite.max())) if finite.size else 0.0
+
+
 def cancelled_atol(run: Run, step: Step, i: int, fed: set[int]) -> np.ndarray | None:
     """Per element, the absolute part for t{i}'s gradient that the backward
     formulas which cancel (OpSpec.grad_terms: tanh's 1 - r * r) add where
