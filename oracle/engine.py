@@ -285,8 +285,8 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
                     round_to(values, dtype), dtype, geo.contiguous_strides(values.shape), t.device
                 )
             )
-        for o in outs:
-            o.outputs = outs
+        for k, o in enumerate(outs):
+            o.outputs, o.output_nr = outs, k
         out = outs[p[-1]]
         if edges is not None and differentiable(out.dtype):
             for token in spec.saves:
@@ -309,6 +309,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         shape, strides, offset, back = spec.geom(src.shape, src.strides, src.offset, *p)
         out = OTensor(src.storage, offset, shape, strides, t.dtype, VersionCounter(), t.device)
         out.inference = out.counterless = t.counterless  # an inference tensor's: one too
+        out.output_nr = p[-1]
         if edges is not None:
             in_shape = t.shape
             out._fn = Node(spec.name, edges, lambda g, sv, n: [back(g, in_shape)], (shape, t.dtype))

@@ -46,6 +46,9 @@ class OTensor:
         # every output of the call of a multi-output op that is no view (max(dim),
         # std_mean...) that made it, itself included: its siblings, as `a, b = op(x)` keeps
         self.outputs: list[OTensor] | None = None
+        # which output of the node that made it (autograd's output_nr): a later
+        # output of max(dim), std_mean... or a later piece of unsafe_split
+        self.output_nr = 0
         self.inference_view = False  # a view of a normal tensor made under inference_mode
         self.custom_view = False  # returned by a custom Function (or a view of one)
         self.conj = self.neg = False  # torch's conjugate / negative bit (oracle.bits)

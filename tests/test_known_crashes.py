@@ -13,7 +13,7 @@ from packaging.version import Version
 
 from conformance import evidence, harness, outcomes, watch
 from conformance.differential import crash_patterns, isolation
-from conformance.differential.crash_repro import run_script
+from conformance.differential.crash_repro import crash_script, run_script
 from conformance.differential.lockstep import execute
 from conformance.differential.program_check import check_program
 from conformance.known_failures import SHIPPED, KnownFailuresError, load
@@ -210,6 +210,19 @@ def test_a_retained_second_output_written_through_a_view_is_flagged():
     assert not crash_patterns.reached(Program(unwritten))
 
 
+@pytest.mark.parametrize("piece, flagged", [(1, True), (0, False)])
+def test_a_retained_later_piece_of_unsafe_split_written_through_a_view_is_flagged(
+    piece, flagged
+):
+    # x.unsafe_split_with_sizes([1, 2], 1)[1], retained, written through a view,
+    # then backward: segfaults torch 2.13.0 as aminmax's second output does
+    # (piece 1 is output 1 of UnsafeSplitWithSizesBackward0); 2.0.1 computes
+    split = Step("unsafe_split_with_sizes_k", (0,), ([1, 2], 1, piece))
+    program = Program([SECOND_OUTPUT[0], split, *SECOND_OUTPUT[2:]])
+    expected = ("retain-grad-second-output-view-write-segfault",) if flagged else ()
+    assert crash_patterns.reached(program) == expected
+
+
 def test_a_crashing_second_output_program_is_reported_and_the_search_goes_on(
     in_the_differential,
 ):
@@ -222,3 +235,16 @@ def test_a_crashing_second_output_program_is_reported_and_the_search_goes_on(
     assert isinstance(raised, watch.CrashedInChild), raised
     assert "retain_grad" in raised.problem["known"] or "second output" in raised.problem["known"]
     assert counted == [0, steps]
+
+
+def test_a_crash_repro_defines_the_custom_functions_its_chain_calls(tmp_path):
+    # a crash repro runs on its own: AddDirty.apply needs AddDirty's class
+    steps = [
+        STALE[0],
+        Step("leaf", leaf=STALE[0].leaf),
+        Step("mul_s", (0,), (2.0,)),
+        Step("fn_add_dirty_", (2, 1), (2.0,)),
+    ]
+    script = crash_script(Program(steps), "a planted crash")
+    assert "class AddDirty(torch.autograd.Function):" in script
+    assert run_script(script, 60.0) == ("ok", "")

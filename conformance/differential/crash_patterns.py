@@ -73,7 +73,8 @@ def _regenerates_in_register_hook(t: OTensor) -> bool:
 
 def writes_a_retained_later_output_through_a_view(program: Program) -> bool:
     """retain_grad() on an output of a node other than its first (the second
-    output of aminmax, var_mean, std_mean, max(dim)), an in-place write in
+    output of aminmax, var_mean, std_mean, max(dim); a later piece of
+    unsafe_split and co.), an in-place write in
     grad mode through a view of it, then a backward: rebase_history looks up
     the retains_grad hook by the output number it has just reset to 0, and
     backward segfaults (torch 2.4.1 to 2.14.1; 2.0.1 computes)."""
@@ -93,9 +94,7 @@ def writes_a_retained_later_output_through_a_view(program: Program) -> bool:
 
 
 def _a_retained_later_output(t: OTensor | None) -> bool:
-    if t is None or t.outputs is None or t.retain_node is None:
-        return False
-    return next(k for k, o in enumerate(t.outputs) if o is t) > 0
+    return t is not None and t.retain_node is not None and t.output_nr > 0
 
 
 PATTERNS = (

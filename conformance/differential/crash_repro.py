@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from conformance import children
+from conformance.differential.functions import prelude
 from conformance.differential.listing import step_lines, trace
 from conformance.differential.minimize import _pool_indices, without
 from strategies.programs import Program
@@ -30,6 +31,8 @@ def crash_script(program: Program, what: str) -> str:
         '"""',
         "import torch",
         "",
+        # the custom Functions and hooked ops the chain calls, defined as it ran them
+        *prelude(step.op for step in program.steps),
     ]
     for step, (name, names, error) in zip(program.steps, trace(program), strict=True):
         body = step_lines(step, name, names, None)
