@@ -54,11 +54,16 @@ def test_a_gradient_that_a_node_copied_is_no_finding():
     assert found is None, found
 
 
+# the ci profile's seeds 1, 2 and 3 draw it on torch 2.13.0 (seed 0's draws
+# moved when issue 37's rows came in)
+SEED = "1"
+
+
 @pytest.mark.slow
 def test_the_ci_profile_draws_it_as_a_known_failure():
     run = run_suite(
         "--invariants", "grad.gradient_argument_kept", "-k", "test_torch_agrees",
-        "--profile", "ci", "--seed", "0", "-rx",
+        "--profile", "ci", "--seed", SEED, "-rx",
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:]
     assert "XFAILED grad.gradient_argument_kept [cpu]: known failure" in run.stdout, run.stdout[
@@ -66,7 +71,7 @@ def test_the_ci_profile_draws_it_as_a_known_failure():
     ]
     loud = run_suite(
         "--invariants", "grad.gradient_argument_kept", "-k", "test_torch_agrees",
-        "--profile", "ci", "--seed", "0", "--no-known-failures",
+        "--profile", "ci", "--seed", SEED, "--no-known-failures",
     )  # fmt: skip
     assert loud.returncode == 1 and "grad.gradient_argument_kept" in loud.violated, loud.stdout[
         -3000:

@@ -211,9 +211,7 @@ def test_a_retained_second_output_written_through_a_view_is_flagged():
 
 
 @pytest.mark.parametrize("piece, flagged", [(1, True), (0, False)])
-def test_a_retained_later_piece_of_unsafe_split_written_through_a_view_is_flagged(
-    piece, flagged
-):
+def test_a_retained_later_piece_of_unsafe_split_written_through_a_view_is_flagged(piece, flagged):
     # x.unsafe_split_with_sizes([1, 2], 1)[1], retained, written through a view,
     # then backward: segfaults torch 2.13.0 as aminmax's second output does
     # (piece 1 is output 1 of UnsafeSplitWithSizesBackward0); 2.0.1 computes

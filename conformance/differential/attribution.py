@@ -416,21 +416,22 @@ def _grad(f: Facts, i: int) -> str:
     run, d = f.run, f.d
     before_o = run.previous[0]
     ours, theirs = run.observed[0][i], run.observed[1][i]
+    is_leaf = f.is_leaf(i)
     if f.step.op == "autograd_grad":  # a .grad that torch.autograd.grad changed
         return "grad.autograd_grad_returns"
     if f.step.op == "set_grad":
         return "grad.assign_checks"
     if theirs.grad is RAISES:
-        return "grad.matches_leaf" if ours.is_leaf is True else "grad.leaves_only"
+        return "grad.matches_leaf" if is_leaf is True else "grad.leaves_only"
     if ours.grad is None and theirs.grad is not None:
-        if ours.is_leaf is False:
+        if is_leaf is False:
             return "grad.leaves_only"
         return (
             "detach.blocks_gradient"
             if f.via(f.step.tensors[0], ("detach", "data"))
             else ("grad.formula")
         )
-    if ours.grad is not None and theirs.grad is None and ours.is_leaf is False:
+    if ours.grad is not None and theirs.grad is None and is_leaf is False:
         return "grad.retain_grad"
     if theirs.grad is None and i < len(before_o) and before_o[i].grad is not None:
         return "grad.accumulates_across_backward"  # a .grad that a backward call dropped

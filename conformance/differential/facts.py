@@ -9,8 +9,9 @@ from dataclasses import replace
 
 from conformance.differential.lockstep import execute
 from conformance.differential.minimize import same_failure
+from conformance.differential.observe import RAISES, UNREAD
 from conformance.differential.run import Discrepancy, Run
-from oracle import OPS
+from oracle import OPS, OracleError
 from strategies.programs import Step
 
 # The relation an op creates between its result and its first operand.
@@ -67,6 +68,18 @@ class Facts:
         return found is not None and found.step == self.d.step and same_failure(self.d)(run, found)
 
     # -- lineage --------------------------------------------------------
+    def is_leaf(self, i: int) -> object:
+        """The model's is_leaf for pool tensor `i` (True, False or RAISES): as
+        observed, or, where a lazy program left it unread, read from the model
+        now (the run is over: a regenerated grad_fn changes nothing after it)."""
+        ours = self.run.observed[0][i].is_leaf
+        if ours is not UNREAD:
+            return ours
+        try:
+            return self.run.oracle_pool[i].is_leaf
+        except OracleError:
+            return RAISES
+
     def chain(self, i: int) -> list[int]:
         """i, its first operand, that one's first operand... up to a leaf."""
         out = [i]

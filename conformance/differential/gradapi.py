@@ -298,7 +298,7 @@ def _retained_rule(f) -> str | None:
         return None
     i = f.d.tensors[0]
     ours, theirs = f.run.observed[0][i], f.run.observed[1][i]
-    if ours.is_leaf is not False or ours.grad is None or theirs.grad is None:
+    if f.is_leaf(i) is not False or ours.grad is None or theirs.grad is None:
         return None
     steps = f.steps[: f.d.step]
     start = next(
