@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import (
@@ -97,3 +99,32 @@ def profile_from_env() -> str:
 def default_seed(profile: str) -> int | None:
     """The seed a profile runs with when none is given (None: random)."""
     return CI_DEFAULT_SEED if profile in ("ci", "planted") else None
+
+
+@contextmanager
+def without_local_constants() -> Iterator[None]:
+    """Hypothesis's draws without the literals of the modules it finds local.
+
+    Hypothesis (6.131 on) now and then draws a literal read from the source
+    of every loaded module that is neither installed nor the standard
+    library's. So what a seed draws moves with every literal added anywhere in
+    a checkout, with which modules other tests happened to import first, and
+    between a checkout and an installed suite. Inside this, the same seed
+    draws the same examples whatever is loaded."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # a Hypothesis without the module has no such pool
+        yield
+        return
+    if not hasattr(providers, "_get_local_constants"):
+        yield
+        return
+    empty, kept = providers.Constants(), providers._get_local_constants
+    cache = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", {})
+    providers._get_local_constants = lambda: empty
+    cache.clear()  # (filled from the pool: the allowed constants per kind of draw)
+    try:
+        yield
+    finally:
+        providers._get_local_constants = kept
+        cache.clear()

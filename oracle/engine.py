@@ -110,8 +110,8 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             spec = OPS.get(alt, spec)
         if spec.strict_bwd is not None and not self.release.clamp_grad_at_bounds:
             spec = dataclasses.replace(spec, bwd=spec.strict_bwd)
-        if spec.name.startswith("backward") and not p:
-            p = (False,)  # retain_graph=False
+        if not p:
+            p = spec.param_defaults
         if len(ts) != spec.arity or len(p) != len(spec.params):
             raise TypeError(f"{op} takes {spec.arity} tensors and params {spec.params}")
         if kind(ts[0].dtype) not in spec.dtypes:
@@ -199,11 +199,8 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         return out
 
     def _check_unstable(self, spec: OpSpec, ts: list) -> None:
-        """sin/cos far from zero: torch's (SLEEF) and numpy's last digits part ways."""
-        name = spec.name.rstrip("_")
-        if name in ("sin", "cos") or (
-            kind(ts[0].dtype) == "complex" and name in ("exp", "tanh", "sigmoid", "pow")
-        ):
+        """Values far from zero where torch's kernel and numpy's last digits part ways."""
+        if kind(ts[0].dtype) in spec.inexact_beyond_1e6:
             v = ts[0].values()
             parts = np.concatenate([v.real.ravel(), v.imag.ravel()])
             if np.any(np.abs(parts[np.isfinite(parts)]) > 1e6):
@@ -211,14 +208,14 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
 
     # ---- out of place ------------------------------------------------------------
     def _op_pointwise(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
-        if spec.name == "matmul":  # composite: these checks come before any autograd op
+        if spec.composite:  # these checks come before any autograd op
             if not all(t.shape for t in ts):
                 raise OracleError(ErrorKind.SHAPE_MISMATCH, "need to be at least 1D")
             if geo.broadcast_shapes(ts[0].shape[:-2], ts[1].shape[:-2]) is None:
                 raise OracleError(ErrorKind.NOT_BROADCASTABLE, "must match the size")
         edges = [t.edge() for t in ts] if self._needs_grad(ts) else None  # before the kernel
         early = None  # torch's autograd wrapper saves its inputs before the kernel checks them
-        if edges is not None and spec.name != "matmul":
+        if edges is not None and not spec.composite:
             early = self._saves(spec, ts, p, edges, (False, False))
         shape = spec.check([t.shape for t in ts], p) if spec.check else ts[0].shape
         with np.errstate(all="ignore"):
@@ -226,15 +223,15 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
                 spec.fwd([op_values(t.values(), t.dtype) for t in ts], p, ts[0].dtype)
             ).reshape(shape)
         version, copies = 0, (False, False)
-        if spec.name == "matmul":
+        if spec.layout == "matmul":
             strides, version, copies = matmul_layout(
                 *[(t.shape, t.strides) for t in ts], [t.requires_grad for t in ts], shape
             )
         elif spec.layout == "contiguous":
             strides = geo.contiguous_strides(shape)
-        elif spec.layout == "preserve":
-            strides = geo.preserve_strides(ts[0].shape, ts[0].strides)
-        elif spec.name == "abs" and kind(ts[0].dtype) == "complex":  # empty_like(self)
+        elif spec.layout == "preserve" or (
+            spec.real_of_complex and kind(ts[0].dtype) == "complex"  # empty_like(self)
+        ):
             strides = geo.preserve_strides(ts[0].shape, ts[0].strides)
         else:
             operands = [(t.shape, t.strides) for t in ts] + [((), ())] * spec.scalar_operand
@@ -369,14 +366,24 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
 
     def _op_view(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
         t, edge = ts[0], self._edge_once(ts[0])
-        if spec.name == "getitem":
-            open_slices = self.release.open_slice_is_identity
-            geom = view_geometry.getitem(t.shape, t.strides, t.offset, p[0], edge, open_slices)
-        elif spec.name == "reshape" and not geo.is_contiguous(t.shape, t.strides):
-            geom = spec.geom(t.shape, t.strides, t.offset, *p)  # infer_size before any op
-        else:  # view ops record their node before the kernel checks (contiguous reshape: view)
-            edge()
-            geom = spec.geom(t.shape, t.strides, t.offset, *p)
+        edge()  # view ops record their node before the kernel checks
+        geom = spec.geom(t.shape, t.strides, t.offset, *p)
+        return self._view_result(spec.name, t, geom, edge(), spec.multi_output)
+
+    def _op_getitem(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        """x[index]: its steps (select, slice, unsqueeze...) take the edge as they record."""
+        t, edge = ts[0], self._edge_once(ts[0])
+        open_slices = self.release.open_slice_is_identity
+        geom = view_geometry.getitem(t.shape, t.strides, t.offset, p[0], edge, open_slices)
+        return self._view_result(spec.name, t, geom, edge(), spec.multi_output)
+
+    def _op_reshape(self, spec: OpSpec, ts: list, p: tuple) -> OTensor:
+        """A view of contiguous memory; else infer_size checks the shape before any op."""
+        t = ts[0]
+        if geo.is_contiguous(t.shape, t.strides):
+            return self._op_view(spec, ts, p)
+        edge = self._edge_once(t)
+        geom = spec.geom(t.shape, t.strides, t.offset, *p)
         return self._view_result(spec.name, t, geom, edge(), spec.multi_output)
 
     def _view_result(
@@ -549,7 +556,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         self._write(t, values)
         if need:  # each saves its index (or mask) tensor: a second backward raises;
             # index_add_ only for its source's gradient (self's is grad itself)
-            if spec.name != "index_add_" or edges[1] is not None:
+            if not spec.saves_index_for_source_only or edges[1] is not None:
                 saved["index"] = Saved(new_tensor(np.zeros(1), "int64", (1,)), copy=True)
             self._rebase(t, self._node(spec, ts, p, edges, saved, t))
         return None if not spec.returns else t

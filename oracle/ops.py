@@ -56,7 +56,8 @@ class OpSpec:
     # what its arguments may be, each one's classes, and how they are drawn
     args: ArgSpace | None = None
     check: Callable | None = None  # shapes, params -> result shape, or raises
-    # result strides: TensorIterator's rules, "contiguous", or "preserve" (empty_like(self))
+    # result strides: TensorIterator's rules, "contiguous", "preserve" (empty_like(self))
+    # or "matmul" (oracle.layouts.matmul_layout: which operands it copies)
     layout: str = "elementwise"
     scalar_operand: bool = False  # the python scalar is a wrapped 0-d tensor operand
     overlap_check: bool = True  # in place: refuses overlapping / partially aliased writes
@@ -77,6 +78,20 @@ class OpSpec:
     # clamp's family: the gradient at a bound from torch 2.14 on (0, where `bwd` gives
     # the older 1), taken where the release is not Release.clamp_grad_at_bounds
     strict_bwd: Callable | None = None
+    # what a call that leaves the params out means (backward(): retain_graph=False)
+    param_defaults: tuple = ()
+    # dtype kinds in which torch's kernel (SLEEF, vectorized complex math) and
+    # numpy part ways in the last digits beyond 1e6: undefined for the comparison
+    inexact_beyond_1e6: tuple[str, ...] = ()
+    # a composite (matmul): its shape checks come before any autograd op, and
+    # it saves its operands as the ops it calls do, after their kernels
+    composite: bool = False
+    # a complex self gives its real dtype (abs): the result is empty_like(self)'s
+    # layout then, elementwise otherwise
+    real_of_complex: bool = False
+    # an index write's index is saved only where the source needs a gradient
+    # (index_add_: self's gradient is grad itself); else always
+    saves_index_for_source_only: bool = False
 
     @property
     def bump(self) -> int:
@@ -84,7 +99,7 @@ class OpSpec:
 
 
 def out_dtype(spec: OpSpec, dtype: str) -> str:
-    if spec.name == "abs" and dtype in REAL_OF:
+    if spec.real_of_complex and dtype in REAL_OF:
         return REAL_OF[dtype]
     return "int64" if spec.int_result and kind(dtype) in ("int", "bool") else dtype
 
@@ -244,6 +259,15 @@ def _expand(g: np.ndarray, shape: tuple, n: float = 1.0) -> np.ndarray:
 # relative, at r = -0.99997 (measured, 2.13.0), a few units of |g| (1 + |r|^2)
 CANCELLING = {"tanh": lambda g, r: g * (1 + r * r)}
 
+# torch's sin and cos (SLEEF) and its complex exp, tanh and sigmoid part ways
+# with numpy's in the last digits far from zero: values beyond 1e6 are undefined
+INEXACT_BEYOND_1E6 = {
+    "sin": ("float", "complex"),
+    "cos": ("float", "complex"),
+    "exp": ("complex",),
+    "tanh": ("complex",),
+    "sigmoid": ("complex",),
+}
 # name: (fwd on one array, what it saves, grad(g, saved, params), dtype kinds)
 UNARY = {
     "neg": (np.negative, (), lambda g, _, p: -g, FCI),
@@ -426,6 +450,8 @@ for _n, (_f, _s, _g, _d) in UNARY.items():
         fwd=lambda xs, p, dt, f=_f: f(xs[0]),
         bwd=_grad1(_g),
         grad_terms=CANCELLING.get(_n),
+        inexact_beyond_1e6=INEXACT_BEYOND_1E6.get(_n, ()),
+        real_of_complex=_n == "abs",
     )
 _row(
     "pow_s",
@@ -873,7 +899,8 @@ _row(
     dtypes=FCI,
     saves=MUL_SAVES,
     check=_matmul_check,
-    layout="contiguous",
+    layout="matmul",
+    composite=True,
     max_ndim=2,
     sums=True,
     fwd=lambda xs, p, dt: np.matmul(xs[0], xs[1]),
@@ -910,6 +937,7 @@ for _n in (
         bwd=_src.bwd,
         param_kinds=_src.param_kinds,
         scalar_operand=_src.scalar_operand,
+        inexact_beyond_1e6=_src.inexact_beyond_1e6,
     )
 _zero = lambda g, sv, p, n, s: [np.zeros_like(g)]  # noqa: E731
 _row(
@@ -1026,6 +1054,7 @@ _row(
     statement=True,
     returns=False,
     param_kinds=("bool",),
+    param_defaults=(False,),
 )
 _row(
     "backward_g",
@@ -1036,6 +1065,7 @@ _row(
     statement=True,
     returns=False,
     param_kinds=("bool",),
+    param_defaults=(False,),
 )
 _row(
     "requires_grad_",
@@ -1063,6 +1093,7 @@ for _n, (_tpl, _p, _f, _b, _arity) in index_ops.ROWS.items():
         dtypes=FCI if _n == "index_add_" else ALL,
         # index_add_ rounds after each add into a repeated row
         sums=_n == "index_add_",
+        saves_index_for_source_only=_n == "index_add_",
         # index_put_ does not look; masked_fill_ only warns on expanded memory
         overlap_check=_n in ("index_add_", "index_copy_", "scatter_"),
         # index_add_ and index_copy_ save the source for its gradient's shape

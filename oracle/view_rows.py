@@ -21,8 +21,8 @@ from . import view_ops as vo
 ALL = ("float", "complex", "int", "bool")
 
 
-def _view(params: tuple, torch: str, geom: Callable, **kw: object) -> dict:
-    return dict(arity=1, params=params, torch=torch, impl="view", view=True, geom=geom, **kw)
+def _view(params: tuple, torch: str, geom: Callable, impl: str = "view", **kw: object) -> dict:
+    return dict(arity=1, params=params, torch=torch, impl=impl, view=True, geom=geom, **kw)
 
 
 def _bit_view(torch: str, geom: Callable) -> dict:
@@ -33,10 +33,10 @@ def _bit_view(torch: str, geom: Callable) -> dict:
 
 ROWS: dict[str, dict] = {
     # param_kinds "index": printed as x[0, 1:] (conformance/differential/torch_calls.py)
-    "getitem": _view(("index",), "{t0}[{p0}]", vg.getitem, param_kinds=("index",)),
+    "getitem": _view(("index",), "{t0}[{p0}]", vg.getitem, param_kinds=("index",), impl="getitem"),
     "select": _view(("dim", "index"), "{t0}.select({p0}, {p1})", vg.select),
     "view": _view(("shape",), "{t0}.view({p0})", vg.view),
-    "reshape": _view(("shape",), "{t0}.reshape({p0})", vg.reshape),
+    "reshape": _view(("shape",), "{t0}.reshape({p0})", vg.reshape, impl="reshape"),
     "transpose": _view(("d0", "d1"), "{t0}.transpose({p0}, {p1})", vg.transpose),
     "t": _view((), "{t0}.t()", vg.t),
     "permute": _view(("dims",), "{t0}.permute({p0})", vg.permute),

@@ -23,6 +23,7 @@ from conformance.differential.attribution import attribute
 from conformance.differential.generate import programs
 from conformance.differential.listing import listing
 from conformance.differential.lockstep import execute
+from conformance.profiles import without_local_constants
 from strategies.dtypes import DTYPES
 from strategies.programs import Leaf, Program, Step
 
@@ -50,19 +51,9 @@ def _explained_by_a_known_failure(run, found) -> str | None:
 
 
 @pytest.fixture
-def no_local_constants(monkeypatch):
-    """Hypothesis (6.131 on) now and then draws a literal from the source of
-    every non-installed module loaded so far, so the same derandomized test
-    draws other programs after other tests have imported more of the project
-    (pytest-xdist's order): with none, the corpus is the same in any order."""
-    from hypothesis.internal.conjecture import providers
-
-    if hasattr(providers, "_get_local_constants"):
-        monkeypatch.setattr(providers, "_get_local_constants", providers.Constants)
-        providers.CONSTANTS_CACHE.cache.clear()
-        yield
-        providers.CONSTANTS_CACHE.cache.clear()
-    else:
+def no_local_constants():
+    # the same chains whichever modules other tests imported first (xdist's order)
+    with without_local_constants():
         yield
 
 
