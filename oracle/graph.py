@@ -183,6 +183,10 @@ def run_backward(
         g, hooked = gradapi.node_hooks(node, "node_prehooks", g, node.out[1] if node.out else None)
         g_is_root = g_is_root and not hooked  # Node pre-hooks: only on a node that runs
         if isinstance(node, Accumulator):
+            if not node.leaf.requires_grad and getattr(node.leaf, "post_hooks", ()):
+                # the hook runs "after the gradients have been accumulated": here none
+                # are, and releases differ (2.4.1 skips the hook, 2.13.0 runs it)
+                notes.append("a post-accumulate-grad hook of a leaf that no longer requires grad")
             try:
                 _accumulate(node.leaf, g, g_is_root, node.out[1])
             except _Unpredictable:  # (usually stolen as it is)
