@@ -4,14 +4,11 @@ operators and compile targets, and what an xdist worker is handed of them."""
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-
 import pytest
 import torch
 
 from conformance import watch
 from conformance.compiled import targets as compile_targets
-from conformance.profiles import without_local_constants
 from conformance.run_state import RUN_FOLDER, SELECTION
 from conformance.selection import Selection, SelectionError, select, set_current
 from strategies.devices import build_kind
@@ -115,21 +112,11 @@ def configure_selection(config: pytest.Config) -> Selection:
     return selection
 
 
-_SEEDED = ExitStack()
-
-
 def apply_hypothesis_options(config: pytest.Config, selection: Selection) -> None:
     """Hypothesis's own plugin applies these in its pytest_configure, after ours."""
     config.option.hypothesis_profile = selection.profile
     if selection.seed is not None:
         config.option.hypothesis_seed = str(selection.seed)
-        # a seed draws the same programs from a checkout or an installed suite,
-        # with any worker count, before and after a literal is added anywhere
-        _SEEDED.enter_context(without_local_constants())
-
-
-def release_hypothesis_options() -> None:
-    _SEEDED.close()
 
 
 def _check_schema_option(spec: str | None) -> None:

@@ -90,7 +90,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     processes.end_run(config)
-    options.release_hypothesis_options()
 
 
 @pytest.hookimpl(optionalhook=True)
