@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from conformance.check import attributed_to, expect, expect_raises, expect_values
 from conformance.harness import Example
+from oracle import OPS
 from oracle.dtypes import round_to
-from oracle.gradapi import FACTORS, TERMS
+from strategies.argspace import Operand, arguments
 from strategies.dtypes import arrays
 from strategies.tensors import TORCH_DTYPES
 
@@ -28,7 +29,10 @@ _SOURCE = {"mul": "lambda g: g * c", "add": "lambda g: g + c", "none": "lambda g
 
 
 def _const(ex: Example, kind: str, label: str) -> float:
-    return ex.draw(st.sampled_from(TERMS if kind == "add" else FACTORS), label)
+    """A hook's constant, from the argument space of the tensor hook row of that
+    kind (hook_add's term, hook_mul's factor: strategies.hook_args)."""
+    space = OPS["hook_add" if kind == "add" else "hook_mul"].args
+    return ex.draw(arguments(space, Operand(())).map(lambda a: a[0]), label)
 
 
 def _leaf(ex: Example, dtype: str, device: str, label: str):

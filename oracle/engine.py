@@ -694,13 +694,13 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
 
     # ---- the gradient APIs (oracle.gradapi) ------------------------------------------
     def _op_register_hook(self, spec: OpSpec, ts: list, p: tuple) -> None:
-        gradapi.register_hook(ts[0], gradapi.HOOK_ROWS[spec.name][2], p[0] if p else None)
+        gradapi.register_hook(ts[0], spec.hook.effect, p[0] if p else None)
 
     def _op_register_post_hook(self, spec: OpSpec, ts: list, p: tuple) -> None:
-        gradapi.register_post_hook(ts[0], gradapi.POST_HOOK_ROWS[spec.name][2], p[0])
+        gradapi.register_post_hook(ts[0], spec.hook.effect, p[0])
 
     def _op_register_node_hook(self, spec: OpSpec, ts: list, p: tuple) -> None:
-        gradapi.register_node_hook(ts[0], spec.name, p[0] if p else None)
+        gradapi.register_node_hook(ts[0], spec.hook, p[0] if p else None)
 
     def _op_grad_cg(self, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:
         """torch.autograd.grad(out, inp, v, create_graph=True)[0]: the gradient, as

@@ -20,62 +20,27 @@ after the post-accumulate-grad hooks, with nothing to pass on).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .dtypes import round_to
 from .errors import ErrorKind, OracleError
 from .nodes import Node, Saved
 
-# A hook: (what it does to the gradient, its constant). Rows: name -> (torch
-# template, params, kind). The templates are what the differential runs and
-# prints in its listings and repro scripts.
-HOOK_ROWS: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "hook_mul": ("{t0}.register_hook(lambda g: g * {p0})", ("factor",), "mul"),
-    "hook_add": ("{t0}.register_hook(lambda g: g + {p0})", ("term",), "add"),
-    "hook_none": ("{t0}.register_hook(lambda g: None)", (), "none"),
-    # registered, then its handle removed at once: it must never run
-    "hook_removed": ("{t0}.register_hook(lambda g: g * {p0}).remove()", ("factor",), "removed"),
-}
-# torch.Tensor.register_post_accumulate_grad_hook (torch 2.1 on): the hook gets
-# the leaf after its .grad was accumulated; this one replaces .grad, scaled. It
-# also runs on a leaf that stopped requiring grad, whose .grad stays None
-POST_HOOK_ROWS: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "post_hook_mul": (
-        "{t0}.register_post_accumulate_grad_hook("
-        "lambda t: t.grad is None or setattr(t, 'grad', t.grad * {p0}))",
-        ("factor",),
-        "mul",
-    ),
-}
-# torch.autograd.graph.Node hooks on the tensor's grad_fn (the `acc_` rows: on
-# the node its grad_fn's first edge reaches, next_functions[0][0]: a leaf's
-# AccumulateGrad for y = op(leaf), held by y's graph). A pre-hook maps the
-# node's grad_outputs, a (post) hook its grad_inputs; each maps every gradient
-# of the tuple (None stays None)
-_MAP = "tuple(g if g is None else g {} {{p0}} for g in {})"
-_PRE = "{t0}.grad_fn.register_prehook(lambda go: %s)"
-_ACC = "{t0}.grad_fn.next_functions[0][0].register_prehook(lambda go: %s)"
-_POST = "{t0}.grad_fn.register_hook(lambda gi, go: %s)"
-NODE_PREHOOK_ROWS: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "node_prehook_mul": (_PRE % _MAP.format("*", "go"), ("factor",), "mul"),
-    "node_prehook_add": (_PRE % _MAP.format("+", "go"), ("term",), "add"),
-    "node_prehook_none": (_PRE % "None", (), "none"),
-    "node_prehook_removed": ((_PRE % _MAP.format("*", "go")) + ".remove()", ("factor",), "removed"),
-    "acc_prehook_mul": (_ACC % _MAP.format("*", "go"), ("factor",), "mul"),
-    "acc_prehook_add": (_ACC % _MAP.format("+", "go"), ("term",), "add"),
-}
-NODE_POSTHOOK_ROWS: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "node_hook_mul": (_POST % _MAP.format("*", "gi"), ("factor",), "mul"),
-    "node_hook_add": (_POST % _MAP.format("+", "gi"), ("term",), "add"),
-    "node_hook_none": (_POST % "None", (), "none"),
-    "node_hook_removed": ((_POST % _MAP.format("*", "gi")) + ".remove()", ("factor",), "removed"),
-}
-NODE_HOOK_ROWS = {**NODE_PREHOOK_ROWS, **NODE_POSTHOOK_ROWS}
-# ops only the gradapi motifs draw, and the compiled differential leaves to eager
-GRADAPI_OPS = (*HOOK_ROWS, *POST_HOOK_ROWS, "grad_cg", *NODE_HOOK_ROWS)
-# the constants the differential draws: exact in every floating dtype
-FACTORS = (2.0, -0.5, 3.0, 0.25)
-TERMS = (1.0, -2.0, 0.5)
+
+@dataclass(frozen=True)
+class Hook:
+    """What a hook row registers: where (`on`: "tensor" for Tensor.register_hook,
+    "post_accumulate" for register_post_accumulate_grad_hook, "node_pre" and
+    "node_post" for Node.register_prehook / register_hook), on which node
+    (`node`: "grad_fn", or "first_edge": grad_fn.next_functions[0][0]), and
+    what it does to each gradient (`effect`: "mul" or "add" its constant,
+    "none": returns None, "removed": its handle removed at once, it never runs)."""
+
+    on: str
+    effect: str
+    node: str = "grad_fn"
 
 
 def run_hook(kind: str, const: object, g: np.ndarray, dtype: str) -> np.ndarray | None:
@@ -147,24 +112,23 @@ def register_post_hook(t: object, kind: str, const: object) -> None:
 
 
 # ---- Node hooks: torch.autograd.graph.Node.register_prehook / register_hook ----
-def register_node_hook(t: object, name: str, const: object) -> None:
-    """Node.register_prehook / register_hook on t.grad_fn (`acc_` rows: on the
-    node t.grad_fn's first edge reaches). The hook stays with that node: a
-    later in-place write to t gives t another grad_fn, not this one its hooks."""
+def register_node_hook(t: object, hook: Hook, const: object) -> None:
+    """Node.register_prehook / register_hook on t.grad_fn (hook.node
+    "first_edge": on the node t.grad_fn's first edge reaches). The hook stays
+    with that node: a later in-place write to t gives t another grad_fn, not
+    this one its hooks."""
     node = t.grad_fn()
-    if node is not None and name.startswith("acc_"):
+    if node is not None and hook.node == "first_edge":
         edges = getattr(node, "edges", ())
         node = edges[0] if edges else None
     if node is None:  # t.grad_fn (or next_functions[0][0]) is None
         raise OracleError(ErrorKind.NO_NODE)
-    pre = name in NODE_PREHOOK_ROWS
-    kind = (NODE_PREHOOK_ROWS if pre else NODE_POSTHOOK_ROWS)[name][2]
-    if kind == "removed":
+    if hook.effect == "removed":
         return
-    attr = "node_prehooks" if pre else "node_posthooks"
+    attr = "node_prehooks" if hook.on == "node_pre" else "node_posthooks"
     if not hasattr(node, attr):
         setattr(node, attr, [])
-    getattr(node, attr).append((kind, const))
+    getattr(node, attr).append((hook.effect, const))
 
 
 def node_hooks(node: object, attr: str, g: np.ndarray, dtype: str) -> tuple[np.ndarray, bool]:

@@ -17,7 +17,16 @@ import numpy as np
 from strategies import function_args, op_args
 from strategies.argspace import ArgSpace
 
-from . import complex_views, gradapi, index_ops, view_geometry, view_ops, view_rows, write_rows
+from . import (
+    complex_views,
+    gradapi,
+    hook_rows,
+    index_ops,
+    view_geometry,
+    view_ops,
+    view_rows,
+    write_rows,
+)
 from .dtypes import REAL_OF, kind, round_to
 from .errors import ErrorKind, OracleError
 from .geometry import (
@@ -78,6 +87,7 @@ class OpSpec:
     # clamp's family: the gradient at a bound from torch 2.14 on (0, where `bwd` gives
     # the older 1), taken where the release is not Release.clamp_grad_at_bounds
     strict_bwd: Callable | None = None
+    hook: gradapi.Hook | None = None  # a hook row: what it registers, where (oracle.hook_rows)
     # what a call that leaves the params out means (backward(): retain_graph=False)
     param_defaults: tuple = ()
     # dtype kinds in which torch's kernel (SLEEF, vectorized complex math) and
@@ -1134,27 +1144,9 @@ _row(
 
 # --- the gradient APIs (oracle.gradapi): tensor hooks, post-accumulate-grad hooks ---
 
-# Tensor.register_hook with a hook that scales or shifts the gradient, returns
-# None, or is removed at once (bound to the tensor's grad_fn now);
-# Tensor.register_post_accumulate_grad_hook (torch 2.1 on): leaves only;
-# torch.autograd.graph.Node.register_prehook / register_hook on t0.grad_fn (acc_:
-# on t0.grad_fn.next_functions[0][0]): bound to that node, run where it runs
-for _rows, _impl in (
-    (gradapi.HOOK_ROWS, "register_hook"),
-    (gradapi.POST_HOOK_ROWS, "register_post_hook"),
-    (gradapi.NODE_HOOK_ROWS, "register_node_hook"),
-):
-    for _n, (_tpl, _p, _k) in _rows.items():
-        _row(
-            _n,
-            1,
-            _p,
-            _tpl,
-            _impl,
-            dtypes=FC,
-            returns=False,
-            param_kinds=("scalar",) * len(_p),
-        )
+# (oracle/hook_rows.py: where each registers its hook, what it does, its constant)
+for _n, _kw in hook_rows.ROWS.items():
+    _row(_n, **_kw)
 # torch.autograd.grad(..., create_graph=True): the gradient in a graph of its own
 # where its formula reads a tensor that requires grad; modelled for one op of
 # gradapi.SECOND on the input, real dtypes (the graph is kept: retain_graph)

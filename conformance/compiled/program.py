@@ -28,7 +28,7 @@ from conformance.compiled.ops import COMPILE_OPS, namespace
 from conformance.differential.torch_calls import call_source
 from conformance.differential.torch_calls import compiled as torch_call
 from oracle import OPS
-from oracle.gradapi import GRADAPI_OPS
+from oracle.hook_rows import GRADAPI_OPS
 from strategies.programs import Leaf, Program
 from strategies.tensors import leaf_tensor
 

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 
 from conformance.differential.growth import BACKWARD, Growth
 from oracle import OPS, OracleError, OTensor
-from oracle.gradapi import HOOK_ROWS
+from oracle.hook_rows import hooking
 from strategies.programs import Program
+
+_TENSOR_HOOKS = hooking("tensor")
 
 
 @dataclass(frozen=True)
@@ -41,13 +43,13 @@ def hooks_an_unread_stale_view(program: Program) -> bool:
     dictionary, which segfaults torch up to 2.14.1 (pytorch/pytorch#196459).
     Only a lazy program leaves grad_fn unread between steps; the others read
     it after every step, which regenerates it first."""
-    if program.reads != "lazy" or not any(s.op in HOOK_ROWS for s in program.steps):
+    if program.reads != "lazy" or not any(s.op in _TENSOR_HOOKS for s in program.steps):
         return False  # the common case, decided without replaying the model
     g = Growth((), ())
     for step in program.steps:
         if g.over:
             return False  # a failed backward ends the program: no step after it runs
-        if step.op in HOOK_ROWS and _regenerates_in_register_hook(g.pool[step.tensors[0]]):
+        if step.op in _TENSOR_HOOKS and _regenerates_in_register_hook(g.pool[step.tensors[0]]):
             return True
         g.apply(step)
     return False

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import torch
 
-from conformance.differential.choices import BOOLS, ints, one_of
+from conformance.differential.choices import BOOLS, arguments, ints, one_of
 from conformance.differential.growth import (
     FAMILIES,
     Growth,
@@ -18,28 +18,31 @@ from conformance.differential.growth import (
     new_leaf,
     pick_graded,
 )
-from oracle.gradapi import (
-    FACTORS,
-    HOOK_ROWS,
-    NODE_HOOK_ROWS,
-    NODE_POSTHOOK_ROWS,
-    NODE_PREHOOK_ROWS,
-    POST_HOOK_ROWS,
-    SECOND_OPS,
-    TERMS,
-)
+from oracle import OPS
+from oracle.gradapi import SECOND_OPS
+from oracle.hook_rows import hooking
 from oracle.tensor import Accumulator
+from strategies.argspace import Operand
 from strategies.dtypes import DTYPES
 from strategies.programs import Step
 
+_TENSOR_HOOKS, _POST_HOOKS = hooking("tensor"), hooking("post_accumulate")
+_NODE_PREHOOKS, _NODE_POSTHOOKS = hooking("node_pre"), hooking("node_post")
+_NODE_HOOKS = (*_NODE_PREHOOKS, *_NODE_POSTHOOKS)
 _VALUE_HOOKS = ("hook_mul", "hook_add")
+
+
+def _hooked(draw, op: str, index: int) -> Step:
+    """A step of hook row `op` on tensor `index`, its constant drawn from the
+    row's argument space (a hook's constant does not depend on the tensor)."""
+    space = OPS[op].args
+    params = () if space is None else draw(arguments(space, Operand(())))
+    return Step(op, (index,), params)
 
 
 def _hook_step(draw, index: int) -> Step:
     op = draw(one_of(("hook_mul", "hook_mul", "hook_add", "hook_none", "hook_removed")))
-    if op == "hook_none":
-        return Step(op, (index,), ())
-    return Step(op, (index,), (draw(one_of(TERMS if op == "hook_add" else FACTORS)),))
+    return _hooked(draw, op, index)
 
 
 def _hookable(draw, g: Growth) -> int:
@@ -101,7 +104,7 @@ def _motif_post_hook(draw, g: Growth) -> None:
         return
     x = _hookable(draw, g)
     for _ in range(draw(ints(1, 2))):
-        g.apply(Step("post_hook_mul", (x,), (draw(one_of(FACTORS)),)))
+        g.apply(_hooked(draw, "post_hook_mul", x))
     if not draw(ints(0, 3)):
         g.apply(_hook_step(draw, x))
     ops = fitting_ops(FAMILIES["math"], g.pool[x])
@@ -170,11 +173,7 @@ _ACC = ("acc_prehook_mul", "acc_prehook_add")
 
 
 def _node_hook_step(draw, index: int, rows: tuple[str, ...]) -> Step:
-    op = draw(one_of(rows))
-    _, params, kind = NODE_HOOK_ROWS[op]
-    if not params:
-        return Step(op, (index,), ())
-    return Step(op, (index,), (draw(one_of(TERMS if kind == "add" else FACTORS)),))
+    return _hooked(draw, draw(one_of(rows)), index)
 
 
 def _motif_node_hooks(draw, g: Growth) -> None:
@@ -199,7 +198,7 @@ def _motif_node_hooks(draw, g: Growth) -> None:
         pre = draw(one_of(("node_prehook_mul", "node_prehook_add")))
         g.apply(_node_hook_step(draw, y, (pre,)))
         op = "hook_add" if pre == "node_prehook_mul" else "hook_mul"
-        g.apply(Step(op, (y,), (draw(one_of(TERMS if op == "hook_add" else FACTORS)),)))
+        g.apply(_hooked(draw, op, y))
     for _ in range(draw(ints(1, 3))):  # (short: a long motif thins out the others)
         rows = draw(one_of(("pre", "pre", "post", "post", "acc")))
         fn = g.pool[y]._fn
@@ -268,7 +267,7 @@ GRADAPI_MOTIFS = (
 # ---- attribution ----------------------------------------------------------------
 def _neutral(step: Step) -> Step:
     """The step with its hook made harmless (the same number of steps)."""
-    if step.op in HOOK_ROWS or step.op in POST_HOOK_ROWS:
+    if step.op in _TENSOR_HOOKS or step.op in _POST_HOOKS:
         return replace(step, op="hook_none", params=())
     return step
 
@@ -318,9 +317,9 @@ def _hooks_rule(f) -> str | None:
     if f.d.kind not in ("grad", "values", "raise"):
         return None
     steps = list(f.steps[: f.d.step + 1])
-    hooks = [n for n, s in enumerate(steps[:-1]) if s.op in HOOK_ROWS]
-    posts = [n for n, s in enumerate(steps[:-1]) if s.op in POST_HOOK_ROWS]
-    if f.d.kind == "raise" and steps[-1].op in (*HOOK_ROWS, *POST_HOOK_ROWS):
+    hooks = [n for n, s in enumerate(steps[:-1]) if s.op in _TENSOR_HOOKS]
+    posts = [n for n, s in enumerate(steps[:-1]) if s.op in _POST_HOOKS]
+    if f.d.kind == "raise" and steps[-1].op in (*_TENSOR_HOOKS, *_POST_HOOKS):
         return None  # registering raised or not: RAISED names the rule
     if not hooks and not posts:
         return None
@@ -346,9 +345,9 @@ def _hooks_rule(f) -> str | None:
 
 def _node_neutral(step: Step) -> Step:
     """A Node hook made harmless: one that returns None, on t0.grad_fn."""
-    if step.op in NODE_PREHOOK_ROWS:
+    if step.op in _NODE_PREHOOKS:
         return replace(step, op="node_prehook_none", params=())
-    if step.op in NODE_POSTHOOK_ROWS:
+    if step.op in _NODE_POSTHOOKS:
         return replace(step, op="node_hook_none", params=())
     return step
 
@@ -359,10 +358,10 @@ def _node_hooks_rule(f) -> str | None:
     if f.d.kind not in ("grad", "values", "raise"):
         return None
     steps = list(f.steps[: f.d.step + 1])
-    if f.d.kind == "raise" and steps[-1].op in NODE_HOOK_ROWS:
+    if f.d.kind == "raise" and steps[-1].op in _NODE_HOOKS:
         return None  # registering raised or not: RAISED names the rule
-    pres = {n for n, s in enumerate(steps[:-1]) if s.op in NODE_PREHOOK_ROWS}
-    posts = {n for n, s in enumerate(steps[:-1]) if s.op in NODE_POSTHOOK_ROWS}
+    pres = {n for n, s in enumerate(steps[:-1]) if s.op in _NODE_PREHOOKS}
+    posts = {n for n, s in enumerate(steps[:-1]) if s.op in _NODE_POSTHOOKS}
     if not pres and not posts:
         return None
 

@@ -21,7 +21,7 @@ from conformance.differential.lockstep import retired_by
 from conformance.differential.modes import oracle_mode
 from conformance.differential.view_params import view_params
 from oracle import OPS, Engine, OracleError, OTensor
-from oracle.gradapi import GRADAPI_OPS
+from oracle.hook_rows import GRADAPI_OPS
 from strategies.dtypes import DTYPES, seeded_values
 from strategies.programs import (
     LEAF_LAYOUTS,
