@@ -128,6 +128,7 @@ class DtypeViews:
             if kind(sdtype) in ("float", "complex") and np.isnan(t.storage.buf).any():
                 # a NaN's sign and payload bits: torch's (sqrt(-1) is +nan) are not NumPy's
                 self.undefined = "x.view(dtype) of memory holding NaNs: their bits"
+                self.bits_undefined = True
         return out
 
     def _written_under_dtype_view(self, spec, t) -> None:
@@ -145,6 +146,7 @@ class DtypeViews:
         elif kind(t.dtype) in floating and np.isnan(t.values()).any():
             why = f"{spec.name} wrote NaNs into memory read as another dtype: payloads"
         self.undefined = self.undefined or why
+        self.bits_undefined = self.bits_undefined or why is not None
 
 
 # writes that compute nothing: the bits written are the bits torch writes

@@ -43,6 +43,10 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         # an error torch may raise instead of doing what the last call did:
         # neither outcome is promised (set with `undefined`)
         self.may_refuse: ErrorKind | None = None
+        # sticky: some memory's bits, read as another dtype, are unpredictable (NaN
+        # payloads, kernels' last bits: oracle/dtype_views.py), so no two runs of the
+        # program need agree on values read through it (the compiled differential)
+        self.bits_undefined = False
         self._retainers: weakref.WeakSet[OTensor] = weakref.WeakSet()
         # unsafe_split and co.: (input's counter and version, output's) at each call
         self._unsafe_splits: list[tuple] = []

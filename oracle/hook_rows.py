@@ -49,6 +49,10 @@ def _hook(name: str, torch: str, hook: Hook) -> dict:
     )
 
 
+# torch calls a tensor hook with None where the gradient is undefined (a custom
+# Function's backward returned None for that input): a hook must take it, as a
+# Node hook takes None in its tuples
+_TENSOR = "{t0}.register_hook(lambda g: g if g is None else %s)"
 _MAP = "tuple(g if g is None else g {} {{p0}} for g in {})"
 _PRE = "{t0}.grad_fn.register_prehook(lambda go: %s)"
 _ACC = "{t0}.grad_fn.next_functions[0][0].register_prehook(lambda go: %s)"
@@ -59,12 +63,12 @@ _POST_ACC = (
 )
 
 ROWS: dict[str, dict] = {
-    "hook_mul": _hook("hook_mul", "{t0}.register_hook(lambda g: g * {p0})", Hook("tensor", "mul")),
-    "hook_add": _hook("hook_add", "{t0}.register_hook(lambda g: g + {p0})", Hook("tensor", "add")),
+    "hook_mul": _hook("hook_mul", _TENSOR % "g * {p0}", Hook("tensor", "mul")),
+    "hook_add": _hook("hook_add", _TENSOR % "g + {p0}", Hook("tensor", "add")),
     "hook_none": _hook("hook_none", "{t0}.register_hook(lambda g: None)", Hook("tensor", "none")),
     "hook_removed": _hook(
         "hook_removed",
-        "{t0}.register_hook(lambda g: g * {p0}).remove()",
+        (_TENSOR % "g * {p0}") + ".remove()",
         Hook("tensor", "removed"),
     ),
     "post_hook_mul": _hook("post_hook_mul", _POST_ACC, Hook("post_accumulate", "mul")),
