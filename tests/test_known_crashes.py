@@ -171,7 +171,8 @@ def test_a_known_crash_in_a_program_is_reported_and_the_search_goes_on(in_the_di
     # repro script crash_repro.py makes of it crashes a fresh interpreter too
     example = evidence.example_text(problem["entries"])
     running = [line for line in example.splitlines() if "<- running when it happened" in line]
-    assert len(running) == 1 and "register_hook(lambda g: g if g is None else g * 2.0)" in running[0]
+    hooked = "register_hook(lambda g: g if g is None else g * 2.0)"
+    assert len(running) == 1 and hooked in running[0]
     script, program = evidence.repro_for(
         outcomes.TestOutcome(DIFFERENTIAL, (), "cpu", "crashed"), problem["entries"]
     )
