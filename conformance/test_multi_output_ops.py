@@ -12,11 +12,13 @@ import torch
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from conformance.check import expect, expect_no_raise, expect_raises, expect_values
+from conformance.check import TOLERANCES, expect, expect_no_raise, expect_raises, expect_values
 from conformance.harness import Example, rule_test
 from oracle import OPS, Engine, ErrorKind, OracleError
+from oracle.tolerances import summed_atol
 from strategies.argspace import Operand, arguments
 from strategies.dtypes import DTYPES
+from strategies.tensors import DTYPE_NAMES
 
 # the rows, and how each is called with every output kept
 MULTI = {
@@ -40,6 +42,32 @@ def _float_input(ex: Example) -> tuple[np.ndarray, str]:
     assume(floats)
     case = ex.tensor("x", dtypes=floats)
     return np.asarray(case.values), case.dtype
+
+
+def _deviation_tolerance(
+    op: str, values: np.ndarray, args: tuple, through: int, dtype: str
+) -> tuple[float, np.ndarray] | None:
+    """(rtol, atol per element) for x.grad through var's or std's output, g = 1:
+    their formula scales x - mean, which torch rounds in the dtype, so the
+    result is a few epsilons of |x| + |mean| off, not of its value (float16
+    std_mean over 3 rows: -0.030426 where the model has -0.030182)."""
+    if op not in ("var_mean_k", "std_mean_k") or through != 0 or dtype not in TOLERANCES:
+        return None
+    dim, correction, _ = args
+    x = values.reshape(1) if values.ndim == 0 else values
+    d = dim % x.ndim
+    n = x.shape[d]
+    if n - correction <= 0:
+        return None  # nan or inf: compared as such
+    mean = np.abs(x.mean(axis=d, keepdims=True))
+    scale = 2.0 / (n - correction)
+    if op == "std_mean_k":  # g / (2 std) first
+        dev = np.abs(x - x.mean(axis=d, keepdims=True)) ** 2
+        std = np.sqrt(dev.sum(axis=d, keepdims=True) / (n - correction))
+        scale = scale / np.where(std == 0, np.inf, 2 * std)
+    terms = (scale * (np.abs(x) + mean)).reshape(values.shape)
+    rtol, atol = TOLERANCES[dtype]
+    return rtol, atol + summed_atol(dtype, 1.0) * np.where(np.isfinite(terms), terms, 0.0)
 
 
 def _pair(values: np.ndarray, dtype: str, device: str):
@@ -81,7 +109,13 @@ def test_multi_output_op_keeps_both_writes_one_then_backward(ex):
     expect("version.unsaved_modified_ok", refused is None, f"the model refuses {what}: {refused}")
     expect_no_raise("version.unsaved_modified_ok", backward, what)
     assume(np.all(np.isfinite(ox.grad)))
-    expect_values("version.unsaved_modified_ok", x.grad, ox.grad, f"x.grad after {what}")
+    expect_values(
+        "version.unsaved_modified_ok",
+        x.grad,
+        ox.grad,
+        f"x.grad after {what}",
+        _deviation_tolerance(op, values, args, through, DTYPE_NAMES[x.dtype]),
+    )
 
 
 @rule_test("ops.unsafe_split_outputs_writable")

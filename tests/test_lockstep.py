@@ -406,3 +406,27 @@ def test_a_gradient_that_cancels_the_accumulated_one_is_held_to_its_size():
     run, found = execute(Program(chain, render=listing))
     assert found is None, found
     assert run.steps_checked == len(chain)
+
+
+def test_a_tensor_given_a_gradient_of_unknown_layout_by_set_data_is_not_held_to_a_layout():
+    """x.data = d, with d = torch.autograd.grad(..., create_graph=True)[0]: d's
+    layout follows the gradient argument (here transposed), which the model
+    does not follow; x takes d's geometry, so x's strides are not compared
+    either (seen in the default profile: t4 has strides (1, 3, 9, 18),
+    expected (12, 4, 2, 1))."""
+    x = np.ones((3, 3, 2, 2))
+    program = Program(
+        [
+            Step("leaf", leaf=Leaf(x, "float64", "cpu", True)),
+            Step("pow_s", (0,), (1,)),
+            Step("leaf", leaf=Leaf(x, "float64", "cpu", False, layout="transposed")),
+            Step("grad_cg", (1, 0, 2)),
+            Step("leaf", leaf=Leaf(x, "float64", "cpu", False)),
+            Step("set_data", (4, 3), no_grad=True),
+        ]
+    )
+    run, found = execute(program)
+    assert found is None, found
+    assert run.steps_checked == len(program.steps)
+    # the gradient came back transposed, and so did the tensor that took it
+    assert not run.torch_pool[4].is_contiguous()

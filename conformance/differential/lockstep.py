@@ -179,6 +179,9 @@ def _execute(program: Program, exhaustive: bool) -> tuple[Run, Discrepancy | Non
             run.origins.append(
                 Origin(number, step.op, step.tensors, _strides_documented(run, step))
             )
+        if step.op in _ADOPTS_GEOMETRY and t_error is None:
+            if _layout_unknown(run, step.tensors[1]):
+                run.adopted_unknown_layout.add(step.tensors[0])
         run.retired |= retired_by(step)
         undefined = run.engine.undefined
         scope = None if exhaustive else _scope(run, step)
@@ -254,13 +257,15 @@ def missing_kernel(run: Run, step: Step, error: BaseException) -> build.MissingK
 # follow: a gradient takes its layout from whatever computed it (a transposed
 # gradient argument makes a transposed gradient through a pointwise backward).
 _UNKNOWN_LAYOUT = ("autograd_grad", "grad_cg")
+# ops that give t0 t1's memory and geometry: t0's layout is t1's from then on
+_ADOPTS_GEOMETRY = ("set_data", "set_")
 
 
 def _layout_unknown(run: Run, i: int) -> bool:
     """Whether pool tensor i was made from (or is) a tensor whose layout the model
     does not know: its own layout may follow it (TensorIterator, a view), and a
     view of it then has undocumented strides too."""
-    unknown: set[int] = set()
+    unknown: set[int] = set(run.adopted_unknown_layout)
     for j, origin in enumerate(run.origins[: i + 1]):
         if origin.op in _UNKNOWN_LAYOUT or (
             origin.op != "leaf" and any(p in unknown for p in origin.parents)

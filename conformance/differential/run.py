@@ -54,3 +54,6 @@ class Run:
     # pool index of each gradient handed to backward -> the storages it had then
     # (grad_argument: a later set_ moves it, while a leaf's .grad keeps that memory)
     handed: dict[int, set[int]] = field(default_factory=dict)
+    # pool tensors that took another's memory and geometry (x.data = y, x.set_(y))
+    # from a tensor of a layout the model does not follow: theirs is unknown now
+    adopted_unknown_layout: set[int] = field(default_factory=set)
