@@ -14,9 +14,18 @@ from conformance.compiled.targets import Target
 from conformance.differential import functions
 
 _OBSERVE = '''\
+def read(attribute):
+    """attribute(), or "raises" (a view's stale grad_fn: one output of several)."""
+    try:
+        return attribute()
+    except RuntimeError:
+        return "raises"
+
+
 def observe(t, version_before=None):
     """What a caller can see of a tensor (for an input: whether its version rose)."""
-    grad = t.grad if t.is_leaf or t.retains_grad else None
+    leaf = read(lambda: t.is_leaf)
+    grad = t.grad if leaf is True or read(lambda: t.retains_grad) is True else None
     rose = None if version_before is None else t._version > version_before
     return {
         "values": t.detach().tolist(),
@@ -27,8 +36,8 @@ def observe(t, version_before=None):
         "offset": t.storage_offset(),
         "version rose": rose,
         "requires_grad": t.requires_grad,
-        "is_leaf": t.is_leaf,
-        "grad_fn": t.grad_fn is not None,
+        "is_leaf": leaf,
+        "grad_fn": read(lambda: t.grad_fn is not None),
         "grad": None if grad is None else grad.tolist(),
     }
 '''
