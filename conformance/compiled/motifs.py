@@ -22,11 +22,13 @@ from dataclasses import replace
 from random import Random
 
 import torch
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from conformance.compiled.calls import with_calls
 from conformance.compiled.ops import COMPILE_OPS, EAGER_ONLY, overlapping
 from conformance.compiled.program import CompiledProgram, CStep, run_step, split
+from conformance.differential import crash_patterns
 from conformance.differential.generate import programs
 from strategies.dtypes import DTYPES, seeded_values
 from strategies.programs import Leaf, Program
@@ -379,6 +381,11 @@ def compiled_programs(
     compile-only motifs added; a quarter of them with dynamic=True shapes;
     `sequences` of them called again, one to three times (calls.py)."""
     base = draw(programs(devices, dtypes, max_steps=max_steps, salt=salt), label="program")
+    # a program whose eager run takes the process down (a known crash: register_hook
+    # on a stale view, pytorch/pytorch#196459) leaves no eager run to hold a backend
+    # to, and splitting it runs it here, reading no grad_fn between steps (as a lazy
+    # program does); the eager differential runs such programs in a child process
+    assume(not crash_patterns.reached(replace(base, reads="lazy")))
     seed = draw(st.integers(0, 2**64 - 1), label="motif seed")
     rng = Random(seed)
     compiled = split(_without_inference(base), dynamic=rng.random() < 0.25)
