@@ -5,6 +5,8 @@ grad (a hook broken for one dtype alone must not depend on the draw)."""
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 import pytest
 import torch
@@ -28,11 +30,16 @@ _HOOKS = {  # kind -> (the hook, its effect on a numpy gradient of dtype d)
 _SOURCE = {"mul": "lambda g: g * c", "add": "lambda g: g + c", "none": "lambda g: None"}
 
 
-def _const(ex: Example, kind: str, label: str) -> float:
-    """A hook's constant, from the argument space of the tensor hook row of that
-    kind (hook_add's term, hook_mul's factor: strategies.hook_args)."""
+@cache
+def _constants(kind: str) -> st.SearchStrategy[float]:
+    """The argument space of the tensor hook row of that kind (hook_add's term,
+    hook_mul's factor: strategies.hook_args), as one strategy built once."""
     space = OPS["hook_add" if kind == "add" else "hook_mul"].args
-    return ex.draw(arguments(space, Operand(())).map(lambda a: a[0]), label)
+    return arguments(space, Operand(())).map(lambda a: a[0])
+
+
+def _const(ex: Example, kind: str, label: str) -> float:
+    return ex.draw(_constants(kind), label)
 
 
 def _leaf(ex: Example, dtype: str, device: str, label: str):
