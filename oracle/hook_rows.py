@@ -62,6 +62,19 @@ _POST_ACC = (
     "lambda t: t.grad is None or setattr(t, 'grad', t.grad * {p0}))"
 )
 
+
+def _node_family(prefix: str, template: str, grads: str, on: str) -> dict[str, dict]:
+    """A Node hook's four rows, `prefix`_mul, _add, _none and _removed: `template`
+    registers a hook mapping each gradient of the tuple `grads` (or returning None)."""
+    rows = {
+        "mul": template % _MAP.format("*", grads),
+        "add": template % _MAP.format("+", grads),
+        "none": template % "None",
+        "removed": (template % _MAP.format("*", grads)) + ".remove()",
+    }
+    return {f"{prefix}_{e}": _hook(f"{prefix}_{e}", t, Hook(on, e)) for e, t in rows.items()}
+
+
 ROWS: dict[str, dict] = {
     "hook_mul": _hook("hook_mul", _TENSOR % "g * {p0}", Hook("tensor", "mul")),
     "hook_add": _hook("hook_add", _TENSOR % "g + {p0}", Hook("tensor", "add")),
@@ -72,36 +85,14 @@ ROWS: dict[str, dict] = {
         Hook("tensor", "removed"),
     ),
     "post_hook_mul": _hook("post_hook_mul", _POST_ACC, Hook("post_accumulate", "mul")),
-    "node_prehook_mul": _hook(
-        "node_prehook_mul", _PRE % _MAP.format("*", "go"), Hook("node_pre", "mul")
-    ),
-    "node_prehook_add": _hook(
-        "node_prehook_add", _PRE % _MAP.format("+", "go"), Hook("node_pre", "add")
-    ),
-    "node_prehook_none": _hook("node_prehook_none", _PRE % "None", Hook("node_pre", "none")),
-    "node_prehook_removed": _hook(
-        "node_prehook_removed",
-        (_PRE % _MAP.format("*", "go")) + ".remove()",
-        Hook("node_pre", "removed"),
-    ),
+    **_node_family("node_prehook", _PRE, "go", "node_pre"),
     "acc_prehook_mul": _hook(
         "acc_prehook_mul", _ACC % _MAP.format("*", "go"), Hook("node_pre", "mul", "first_edge")
     ),
     "acc_prehook_add": _hook(
         "acc_prehook_add", _ACC % _MAP.format("+", "go"), Hook("node_pre", "add", "first_edge")
     ),
-    "node_hook_mul": _hook(
-        "node_hook_mul", _POST % _MAP.format("*", "gi"), Hook("node_post", "mul")
-    ),
-    "node_hook_add": _hook(
-        "node_hook_add", _POST % _MAP.format("+", "gi"), Hook("node_post", "add")
-    ),
-    "node_hook_none": _hook("node_hook_none", _POST % "None", Hook("node_post", "none")),
-    "node_hook_removed": _hook(
-        "node_hook_removed",
-        (_POST % _MAP.format("*", "gi")) + ".remove()",
-        Hook("node_post", "removed"),
-    ),
+    **_node_family("node_hook", _POST, "gi", "node_post"),
 }
 
 
