@@ -49,6 +49,14 @@ def example_database() -> ExampleDatabase:
 _BASE = settings.get_profile("default")
 
 
+# Every phase but explain. The explain phase reruns a shrunk failure some
+# thousand times to mark the draws that may vary freely and the lines only
+# failing examples run; our tests draw through `data`, which it does not mark,
+# and the lines it names are the assertion's own. It cost 34 of a failing
+# node-hook test's 37 s and doubled a broken build's run (docs/speed.md).
+_PHASES = tuple(p for p in Phase if p is not Phase.explain)
+
+
 def _profile(**values) -> settings:
     # report_multiple_bugs=False: Hypothesis stops at the first failure and
     # shrinks that one alone. Shrinking every distinct failure a broken build
@@ -60,7 +68,7 @@ def _profile(**values) -> settings:
         deadline=None,
         suppress_health_check=_QUIET,
         report_multiple_bugs=False,
-        **values,
+        **{"phases": _PHASES, **values},
     )
 
 
