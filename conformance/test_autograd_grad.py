@@ -16,9 +16,12 @@ from hypothesis.extra import numpy as hnp
 
 from conformance.check import attributed_to, expect, expect_raises, expect_values
 from conformance.harness import rule_test
+from conformance.saving import draw_scenario
 from oracle.dtypes import round_to
+from strategies.argspace import Operand, arguments, keywords
 from strategies.dtypes import DTYPES, arrays, elements, small_elements
-from strategies.tensors import GRAD_ROLES
+from strategies.gradapi_args import SPACES
+from strategies.tensors import GRAD_ROLES, to_numpy
 
 
 def _tensor(values: np.ndarray, like) -> torch.Tensor:
@@ -81,6 +84,41 @@ def test_autograd_grad_with_respect_to_a_tensor_without_grad_raises(ex):
         lambda: torch.autograd.grad(y, plain, torch.ones_like(y)),
         "torch.autograd.grad(y, a tensor that does not require grad)",
     )
+
+
+@rule_test("grad.autograd_grad_returns", "grad.backward_twice_raises")
+def test_autograd_grad_flags_unused_inputs_and_the_graph(ex):
+    """torch.autograd.grad(y, (x, unused), g) with allow_unused and retain_graph
+    each True, False or left out: None for the unused input with
+    allow_unused=True, an error without it; the graph kept for a second call
+    with retain_graph=True only."""
+    s = draw_scenario(ex)
+    unused = torch.zeros((), dtype=s.y.dtype, device=ex.device, requires_grad=True)
+    operand = Operand(tuple(s.y.shape))
+    retain, allow = ex.draw(arguments(SPACES["autograd_grad"], operand), "retain, allow_unused")
+    flags = keywords(retain_graph=retain, allow_unused=allow)
+    call = f"torch.autograd.grad({s.op.name}, (x, unused), g, {retain=}, {allow=})"
+    if not allow:
+        expect_raises(
+            "grad.autograd_grad_returns",
+            "UNUSED_INPUT",
+            lambda: torch.autograd.grad(s.y, (s.x.tensor, unused), s.gradient, **flags),
+            call,
+        )
+        return
+    with attributed_to("grad.autograd_grad_returns", call):
+        got, none = torch.autograd.grad(s.y, (s.x.tensor, unused), s.gradient, **flags)
+    expect("grad.autograd_grad_returns", none is None, f"{call} gave the unused input {none}")
+    expect("grad.autograd_grad_returns", got is not None, f"{call} gave x no gradient")
+    again = lambda: torch.autograd.grad(s.y, s.x.tensor, s.gradient)[0]  # noqa: E731
+    if retain is not True:  # the graph is freed: y's node saved a tensor (s.op saves one)
+        expect_raises("grad.backward_twice_raises", "BACKWARD_TWICE", again, f"again after {call}")
+        return
+    with attributed_to("grad.autograd_grad_returns", f"the same call again after {call}"):
+        second = again()
+    expect_values("grad.autograd_grad_returns", second, to_numpy(got), f"again after {call}")
+    leaf_grad = s.x.root.grad
+    expect("grad.autograd_grad_returns", leaf_grad is None, "autograd.grad set the leaf's .grad")
 
 
 @rule_test("grad.assign_checks")

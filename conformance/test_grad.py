@@ -20,7 +20,9 @@ from conformance.check import (
 from conformance.harness import rule_test
 from conformance.saving import draw_scenario
 from oracle.dtypes import round_to
+from strategies.argspace import Operand, arguments, keywords
 from strategies.dtypes import DTYPES, arrays
+from strategies.gradapi_args import SPACES
 from strategies.tensors import GRAD_ROLES, to_numpy
 
 
@@ -174,9 +176,11 @@ def test_retain_grad(ex):
 @rule_test("grad.backward_twice_raises")
 def test_second_backward_needs_retain_graph(ex):
     scenario = draw_scenario(ex)
-    retain = ex.draw(st.booleans(), "retain_graph on the first call")
-    with attributed_to("grad.backward_twice_raises", "the first backward"):
-        scenario.y.backward(scenario.gradient, retain_graph=retain)
+    # True, False or left out, which "defaults to the value of create_graph"
+    operand = Operand(tuple(scenario.y.shape))
+    (retain,) = ex.draw(arguments(SPACES["backward_g"], operand), "retain_graph on the first call")
+    with attributed_to("grad.backward_twice_raises", f"the first backward, {retain=}"):
+        scenario.y.backward(scenario.gradient, **keywords(retain_graph=retain))
     first = scenario.x.root.grad.clone()
     if retain:
         expect_no_raise(
@@ -195,7 +199,7 @@ def test_second_backward_needs_retain_graph(ex):
             "grad.backward_twice_raises",
             "BACKWARD_TWICE",
             lambda: scenario.y.backward(scenario.gradient),
-            f"a second backward of {scenario.op} without retain_graph",
+            f"a second backward of {scenario.op} after retain_graph={retain!r}",
         )
 
 

@@ -9,8 +9,10 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from strategies.argspace import LEFT_OUT
+
 from . import geometry as geo
-from . import gradapi, graph, modes, view_geometry, write_ops
+from . import gradapi, graph, modes, view_geometry, view_ops, write_ops
 from .complex_views import ComplexViews, ReinterpretingViews, byte_overlap_status
 from .dtype_views import DtypeViews
 from .dtypes import DTYPES, REAL_OF, compute_dtype, differentiable, kind, op_values, round_to
@@ -116,6 +118,9 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             spec = dataclasses.replace(spec, bwd=spec.strict_bwd)
         if not p:
             p = spec.param_defaults
+        elif spec.param_defaults and any(v is LEFT_OUT for v in p):
+            defaults = spec.param_defaults
+            p = tuple(d if v is LEFT_OUT else v for v, d in zip(p, defaults, strict=True))
         if len(ts) != spec.arity or len(p) != len(spec.params):
             raise TypeError(f"{op} takes {spec.arity} tensors and params {spec.params}")
         if kind(ts[0].dtype) not in spec.dtypes:
@@ -310,7 +315,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         shape, strides, offset, back = spec.geom(src.shape, src.strides, src.offset, *p)
         out = OTensor(src.storage, offset, shape, strides, t.dtype, VersionCounter(), t.device)
         out.inference = out.counterless = t.counterless  # an inference tensor's: one too
-        out.output_nr = p[-1]
+        out.output_nr = view_ops.piece_number(spec.geom, src.shape, p)
         if edges is not None:
             in_shape = t.shape
             out._fn = Node(spec.name, edges, lambda g, sv, n: [back(g, in_shape)], (shape, t.dtype))
@@ -641,9 +646,10 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         self.undefined = self.undefined or None
 
     def _op_autograd_grad(self, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:
-        """torch.autograd.grad(out, inp, g, allow_unused=True)[0]: the gradient of out
-        with respect to inp, computed through the nodes that lead to inp alone; no .grad
-        changes. None where out does not depend on inp."""
+        """torch.autograd.grad(out, inp, g, retain_graph, allow_unused)[0]: the gradient
+        of out with respect to inp, computed through the nodes that lead to inp alone; no
+        .grad changes. Where out does not depend on inp (or inp's gradient is undefined):
+        None with allow_unused, else an error, raised once the backward has run."""
         out, inp, gout = ts
         if gout.shape != out.shape:
             raise OracleError(ErrorKind.GRAD_SHAPE_MISMATCH, "Mismatch in shape")
@@ -662,7 +668,9 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         notes = run_backward(root, grad, bool(p[0]), list(self._retainers), capture=captured)
         self.undefined = self.undefined or "; ".join(notes) or None
         if len(captured) == 1 or captured[1] is None:
-            return None  # allow_unused: out does not depend on inp (or its gradient is undefined)
+            if not p[1]:
+                raise OracleError(ErrorKind.UNUSED_INPUT)
+            return None  # out does not depend on inp (or its gradient is undefined)
         g = graph.validate(np.asarray(captured[1]), graph.target_meta(target))
         return new_tensor(g, inp.dtype, geo.contiguous_strides(np.shape(g)), inp.device)
 
@@ -712,7 +720,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         formula reads a tensor that requires grad (oracle.gradapi.double_node)."""
         out, inp, v = ts
         node = out.grad_fn()
-        d = self._op_autograd_grad(spec, ts, (True,))
+        d = self._op_autograd_grad(spec, ts, (True, True))
         if d is None:
             return d
         try:

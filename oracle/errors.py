@@ -39,6 +39,7 @@ class ErrorKind(enum.Enum):
     # the wider surface (issue 10)
     MULTI_OUTPUT_VIEW_INPLACE = "This view is the output of a function that returns multiple views"
     INPUT_NO_GRAD = "One of the differentiated Tensors does not require grad"
+    UNUSED_INPUT = "appears to not have been used in the graph"  # autograd.grad, allow_unused off
     GRAD_ASSIGN_MISMATCH = "attempting to assign a gradient"
     CUSTOM_FUNCTION_VIEW = "This view was created inside a custom Function"
     # out=, resize_, set_, _foreach_ (oracle/write_ops.py)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from strategies import function_args, op_args
+from strategies import function_args, gradapi_args, op_args
 from strategies.argspace import ArgSpace
 
 from . import (
@@ -88,7 +88,8 @@ class OpSpec:
     # the older 1), taken where the release is not Release.clamp_grad_at_bounds
     strict_bwd: Callable | None = None
     hook: gradapi.Hook | None = None  # a hook row: what it registers, where (oracle.hook_rows)
-    # what a call that leaves the params out means (backward(): retain_graph=False)
+    # what a call that leaves the params out (or one of them: LEFT_OUT) means
+    # (backward(): retain_graph=False)
     param_defaults: tuple = ()
     # dtype kinds in which torch's kernel (SLEEF, vectorized complex math) and
     # numpy part ways in the last digits beyond 1e6: undefined for the comparison
@@ -1055,6 +1056,8 @@ _row(
     param_kinds=("index", "scalar"),
 )
 
+# retain_graph: True, False or left out, which "defaults to the value of
+# create_graph" (False: strategies/gradapi_args.py)
 _row(
     "backward",
     1,
@@ -1065,6 +1068,7 @@ _row(
     returns=False,
     param_kinds=("bool",),
     param_defaults=(False,),
+    args=gradapi_args.SPACES["backward"],
 )
 _row(
     "backward_g",
@@ -1076,6 +1080,7 @@ _row(
     returns=False,
     param_kinds=("bool",),
     param_defaults=(False,),
+    args=gradapi_args.SPACES["backward_g"],
 )
 _row(
     "requires_grad_",
@@ -1119,16 +1124,19 @@ for _n, _kw in write_rows.ROWS.items():
     _row(_n, **_kw)
 
 # torch.autograd.grad: the gradient is returned, nothing accumulates (None where the
-# output does not depend on the input). It is cloned: whether a returned gradient is
-# the grad_outputs tensor itself, or a view of it, is not documented
+# output does not depend on the input, with allow_unused; an error without it). It is
+# cloned: whether a returned gradient is the grad_outputs tensor itself, or a view of
+# it, is not documented. Both flags may be left out (strategies/gradapi_args.py)
 _row(
     "autograd_grad",
     3,
-    ("retain_graph",),
+    ("retain_graph", "allow_unused"),
     "[g if g is None else g.clone() for g in "
-    "torch.autograd.grad({t0}, {t1}, {t2}, retain_graph={p0}, allow_unused=True)][0]",
+    "torch.autograd.grad({t0}, {t1}, {t2}, retain_graph={p0}, allow_unused={p1})][0]",
     "autograd_grad",
-    param_kinds=("bool",),
+    param_kinds=("bool", "bool"),
+    param_defaults=(False, False),
+    args=gradapi_args.SPACES["autograd_grad"],
 )
 # x.grad = g: checked against x's shape, dtype and device; g then is x's .grad
 _row(

@@ -206,6 +206,24 @@ def tensor_split_k(
     return _output(shape, strides, offset, dim, section_sizes(n, sections), k)
 
 
+# each splitting geometry's piece sizes, from the split dim's size and its arguments
+_PIECE_SIZES = {
+    split_k: lambda n, p: split_sizes(n, p[0]),
+    split_with_sizes_k: lambda n, p: list(p[0]),
+    chunk_k: lambda n, p: chunk_sizes(n, p[0]),
+    tensor_split_k: lambda n, p: section_sizes(n, p[0]),
+}
+
+
+def piece_number(geom: object, shape: Shape, p: tuple) -> int:
+    """Which output of the split the piece `p[-1]` is, counted from 0 (autograd's
+    output_nr): k itself, or, counted from the end, k plus the count of pieces."""
+    k = p[-1]
+    if k >= 0:
+        return k
+    return k + len(_PIECE_SIZES[geom](shape[wrap_dim(p[-2], len(shape))], p))
+
+
 def _even(n: int, sections: int, name: str) -> list[int]:
     if sections <= 0 or n % sections:
         raise OracleError(SHAPE, f"{name} attempted to split along dimension")

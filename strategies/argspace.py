@@ -18,6 +18,7 @@ what the rules are about.
 
 from __future__ import annotations
 
+import enum
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -90,6 +91,34 @@ class Operand:
     overlapping: bool = False  # two of its elements are one place in memory
 
 
+class Default(enum.Enum):
+    """A keyword argument left out of the call, so that the op takes the value its
+    documentation gives as the default (`Tensor.backward()`: retain_graph "defaults
+    to the value of create_graph"). It is false, as every such default here is."""
+
+    LEFT_OUT = "left at its default"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "LEFT_OUT"
+
+
+LEFT_OUT = Default.LEFT_OUT
+
+
+def keywords(**values: Any) -> dict[str, Any]:
+    """The keyword arguments of a call, without those left at their default."""
+    return {name: v for name, v in values.items() if v is not LEFT_OUT}
+
+
+def passed(args: tuple) -> tuple:
+    """The positional arguments of a call, without those left at their default
+    (which come last: `x.squeeze()`)."""
+    return tuple(a for a in args if a is not LEFT_OUT)
+
+
 # holds(value, operand, all the op's arguments): whether value falls in the class
 Holds = Callable[[Any, Operand, tuple], bool]
 
@@ -106,6 +135,9 @@ class Class:
 class Arg:
     name: str
     classes: tuple[Class, ...]
+    # a keyword the call may leave out (LEFT_OUT): the row's template names it
+    # as `name={pN}`, and the call is made and printed without it
+    optional: bool = False
 
 
 @dataclass(frozen=True)

@@ -398,7 +398,7 @@ def test_a_gradient_torch_autograd_grad_does_not_reach_is_none_on_both_sides():
             _leaf(3, [1.0, 1.0]),
         ),
         body=(CStep("exp", (0,), out=2),),
-        tail=(CStep("autograd_grad", (2, 1, 3), (False,), out=4),),
+        tail=(CStep("autograd_grad", (2, 1, 3), (False, True), out=4),),
     )
     eager, compiled = execute(program, None), execute(program, AOT_EAGER)
     assert [o.error for o in eager.outcomes] == [None, None], eager.outcomes

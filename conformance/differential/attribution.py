@@ -97,6 +97,7 @@ RAISED = {
     "INFERENCE_VIEW_INPLACE": "inference.view_inplace_raises",
     "MULTI_OUTPUT_VIEW_INPLACE": "view.multi_output_inplace_raises",
     "INPUT_NO_GRAD": "grad.autograd_grad_returns",
+    "UNUSED_INPUT": "grad.autograd_grad_returns",
     "CUSTOM_FUNCTION_VIEW": "function.view_output",
     "GRAD_ASSIGN_MISMATCH": "grad.assign_checks",
     "MUTABLE_LIST_BIT": "foreach.inplace_grad",

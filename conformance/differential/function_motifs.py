@@ -119,7 +119,7 @@ def _motif_backward_returns_none(draw, g: Growth) -> None:
         t = g.pool[z]
         if t.requires_grad and g.pool[inp].requires_grad:
             g.apply(_ones_like(draw, g, z))
-            g.apply(Step("autograd_grad", (z, inp, len(g.pool) - 1), (True,)))
+            g.apply(Step("autograd_grad", (z, inp, len(g.pool) - 1), (True, True)))
             return
     add_backward(draw, g, z, retain=True)
     if draw(BOOLS):  # accumulation goes on into the other input only

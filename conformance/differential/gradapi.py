@@ -134,7 +134,7 @@ def _motif_retained_written(draw, g: Growth) -> None:
     writes = fitting_ops(("mul_s_", "add_s_", "exp_", "neg_", "sin_"), g.pool[target])
     if writes:
         apply_op(draw, g, draw(one_of(writes)), target, no_grad=False)
-    add_backward(draw, g, y, retain=draw(BOOLS))
+    add_backward(draw, g, y)
     if draw(BOOLS):
         add_backward(draw, g, y)
 

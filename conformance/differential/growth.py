@@ -19,7 +19,7 @@ from conformance.differential.choices import BOOLS, SEEDS, ints, one_of, scalars
 from conformance.differential.index_params import INDEX_WRITES, index_params, source_shape
 from conformance.differential.lockstep import retired_by
 from conformance.differential.modes import oracle_mode
-from conformance.differential.view_params import view_params
+from conformance.differential.view_params import row_params
 from oracle import OPS, Engine, OracleError, OTensor
 from oracle.hook_rows import GRADAPI_OPS
 from strategies.dtypes import DTYPES, seeded_values
@@ -186,7 +186,7 @@ def _params(draw, op: str, t: OTensor) -> tuple | None:
     """Parameters for `op` on `t`, or None if it has none that fit."""
     spec, shape, rank = OPS[op], t.shape, len(t.shape)
     if spec.args is not None:  # a row with its argument space (the view family)
-        return view_params(draw, op, t)
+        return row_params(draw, op, t)
     if op in INDEX_WRITES:
         return index_params(draw, op, t)
     if op == "clamp_":
@@ -391,15 +391,18 @@ def add_backward(draw, g: Growth, index: int | None = None, retain: bool | None 
         if index is None:
             index = pick(draw, g)
     t = g.pool[index]
-    retain = draw(BOOLS) if retain is None else retain
     implicit = t.shape == () or (int(np.prod(t.shape)) == 1 and draw(BOOLS))
-    if implicit or not draw(ints(0, 7)):
-        g.apply(Step("backward", (index,), (retain,)))
+    op = "backward" if implicit or not draw(ints(0, 7)) else "backward_g"
+    # retain_graph: True, False or left out (the row's space), unless the caller
+    # needs the graph kept
+    flags = (retain,) if retain is not None else row_params(draw, op, t)
+    if op == "backward":
+        g.apply(Step("backward", (index,), flags))
         return
     second = _second(draw, g, "backward_g", t, ())
     for step in second[0]:
         g.apply(step)
-    g.apply(Step("backward_g", (index, second[1]), (retain,)))
+    g.apply(Step("backward_g", (index, second[1]), flags))
 
 
 def pick_graded(draw, g: Growth) -> int:

@@ -24,7 +24,7 @@ from conformance.differential.growth import (
 from conformance.differential.inplace_view_motifs import INPLACE_VIEW_MOTIFS
 from conformance.differential.lazy_motifs import LAZY_MOTIFS
 from conformance.differential.mode_motifs import MODE_MOTIFS
-from conformance.differential.view_params import CHOSEN
+from conformance.differential.view_params import CHOSEN, row_params
 from conformance.differential.write_motifs import WRITE_MOTIFS
 from oracle import OPS
 from strategies.programs import Step, expand_shape
@@ -294,7 +294,10 @@ def _motif_autograd_grad(draw, g: Growth) -> None:
     t = g.pool[out]
     made = dict(shape=t.shape, dtype=t.dtype, device=t.device, requires_grad=False, inference=False)
     g.apply(new_leaf(draw, g, **made))
-    g.apply(Step("autograd_grad", (out, wrt, len(g.pool) - 1), (draw(BOOLS),)))
+    # retain_graph and allow_unused, each True, False or left out: an unrelated
+    # wrt without allow_unused raises
+    flags = row_params(draw, "autograd_grad", t)
+    g.apply(Step("autograd_grad", (out, wrt, len(g.pool) - 1), flags))
     if draw(BOOLS):
         add_backward(draw, g, out)
 

@@ -8,6 +8,7 @@ what runs and what is printed can never disagree.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import cache
 
@@ -15,20 +16,37 @@ import torch
 
 from conformance.differential import functions
 from oracle import OPS
+from strategies.argspace import LEFT_OUT, keywords
 
 
 def _names(prefix: str, count: int) -> list[str]:
     return [f"{prefix}{i}" for i in range(count)]
 
 
+def _optional(op: str) -> list[tuple[str, str]]:
+    """(keyword, placeholder) of each argument the call may leave out."""
+    args = OPS[op].args.args if OPS[op].args is not None else ()
+    return [(a.name, f"p{i}") for i, a in enumerate(args) if a.optional]
+
+
+def _keyword(name: str, placeholder: str) -> re.Pattern:
+    """`, name={pN}` (or `name={pN}` first in the call) in a template."""
+    return re.compile(rf"(, )?\b{name}=\{{{placeholder}\}}")
+
+
 @cache
 def compiled(op: str) -> Callable:
     spec = OPS[op]
     tensors, params = _names("t", spec.arity), _names("p", len(spec.params))
-    body = spec.torch.format(**{n: n for n in tensors + params})
+    template = spec.torch
+    for name, placeholder in _optional(op):  # passed only when not LEFT_OUT
+        template = _keyword(name, placeholder).sub(
+            rf"\1**_keywords({name}={{{placeholder}}})", template
+        )
+    body = template.format(**{n: n for n in tensors + params})
     source = f"def call({', '.join(tensors + params)}):\n    "
     source += body if spec.statement else f"return {body}"
-    namespace: dict = {"torch": torch, **functions.namespace()}  # custom Functions
+    namespace: dict = {"torch": torch, "_keywords": keywords, **functions.namespace()}
     exec(compile(source, f"<{op}>", "exec"), namespace)
     return namespace["call"]
 
@@ -61,7 +79,11 @@ def index_source(index: object) -> str:
 def call_source(op: str, tensor_names: list[str], params: tuple) -> str:
     spec = OPS[op]
     kinds = getattr(spec, "param_kinds", ()) or ()
+    template = spec.torch
+    for name, placeholder in _optional(op):
+        if params[int(placeholder[1:])] is LEFT_OUT:
+            template = _keyword(name, placeholder).sub("", template)
     values = {f"t{i}": name for i, name in enumerate(tensor_names)}
     for i, value in enumerate(params):
         values[f"p{i}"] = literal(value, kinds[i] if i < len(kinds) else None)
-    return spec.torch.format(**values)
+    return template.format(**values)

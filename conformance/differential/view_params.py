@@ -1,6 +1,7 @@
-"""The view family's parameters in a program step: drawn from the op's row,
-its argument space (strategies.view_args), with the step's seeded Random,
-through the drawing API the property tests use too (strategies.argspace)."""
+"""A program step's parameters for a row with an argument space (the view
+family's, strategies.view_args; the gradient APIs' flags,
+strategies.gradapi_args; ...): drawn with the step's seeded Random, through
+the drawing API the property tests use too (strategies.argspace)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,6 @@ def operand(t) -> Operand:
     )
 
 
-def view_params(draw, op: str, t) -> tuple | None:
-    """Params for view op `op` on oracle tensor `t`, or None if it has none that fit."""
+def row_params(draw, op: str, t) -> tuple | None:
+    """Params for row `op` on oracle tensor `t`, or None if it has none that fit."""
     return draw(arguments(OPS[op].args, operand(t)))

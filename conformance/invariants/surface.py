@@ -212,12 +212,14 @@ RULES: tuple[Invariant, ...] = (
     # --- the wider autograd surface (issue 10): gradient APIs ----------------------------
     Invariant(
         "grad.autograd_grad_returns",
-        "torch.autograd.grad(y, x, g) returns the gradient of y with respect to x (None, with "
-        "allow_unused, where y does not depend on x) and changes no tensor's .grad; an x that "
-        "does not require grad raises.",
+        "torch.autograd.grad(y, x, g) returns the gradient of y with respect to x and changes "
+        "no tensor's .grad; where y does not depend on x it returns None with allow_unused=True "
+        "and raises with allow_unused False or left out; an x that does not require grad raises.",
         "Compute and return the sum of gradients of outputs with respect to the inputs. [...] "
         "To accumulate gradient for other parts of the graph, please use "
-        "torch.autograd.backward.",
+        "torch.autograd.backward. [...] allow_unused: If False, specifying inputs that were "
+        "not used when computing outputs (and therefore their grad is always zero) is an "
+        "error.",
         "torch/autograd/__init__.py (torch.autograd.grad)",
     ),
     Invariant(

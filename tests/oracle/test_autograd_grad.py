@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from oracle import Engine, ErrorKind
+from strategies.argspace import LEFT_OUT
 
 from .helpers import numeric_grads, raises
 
@@ -20,7 +21,7 @@ def test_gradient_is_returned_and_no_grad_changes():
     eng = Engine()
     x = _leaf(eng, [1.0, -2.0, 3.0])
     y = eng.call("mul", [x, x])  # dy/dx = 2x
-    g = eng.call("autograd_grad", [y, x, _leaf(eng, [1.0, 10.0, 100.0], False)], (True,))
+    g = eng.call("autograd_grad", [y, x, _leaf(eng, [1.0, 10.0, 100.0], False)], (True, True))
     np.testing.assert_array_equal(g.values(), [2.0, -40.0, 600.0])
     assert x.grad is None and not g.requires_grad and g.storage is not x.storage
     eng.call("backward_g", [y, _leaf(eng, [1.0, 1.0, 1.0], False)], (False,))
@@ -32,16 +33,17 @@ def test_with_respect_to_an_intermediate_and_an_unused_input():
     x = _leaf(eng, [0.5, 1.0])
     y = eng.call("exp", [x])
     z = eng.call("mul_s", [y], (3.0,))
-    gy = eng.call("autograd_grad", [z, y, _leaf(eng, [1.0, 2.0], False)], (True,))
+    gy = eng.call("autograd_grad", [z, y, _leaf(eng, [1.0, 2.0], False)], (True, True))
     np.testing.assert_array_equal(gy.values(), [3.0, 6.0])
     unrelated = _leaf(eng, [7.0])
-    assert eng.call("autograd_grad", [z, unrelated, _leaf(eng, [1.0, 1.0], False)], (True,)) is None
+    one = _leaf(eng, [1.0, 1.0], False)
+    assert eng.call("autograd_grad", [z, unrelated, one], (True, True)) is None
     raises(
         E.INPUT_NO_GRAD,
         eng.call,
         "autograd_grad",
         [z, _leaf(eng, [1.0], False), _leaf(eng, [1.0, 1.0], False)],
-        (True,),
+        (True, True),
     )
 
 
@@ -53,9 +55,9 @@ def test_only_the_nodes_leading_to_the_input_run():
     out = eng.call("add", [a, b])
     eng.call("add_s_", [a], (1.0,))  # exp's saved result is now stale
     one = _leaf(eng, [1.0, 1.0], False)
-    gb = eng.call("autograd_grad", [out, b, one], (False,))  # ExpBackward never runs
+    gb = eng.call("autograd_grad", [out, b, one], (False, True))  # ExpBackward never runs
     np.testing.assert_array_equal(gb.values(), [1.0, 1.0])
-    raises(E.SAVED_TENSOR_MODIFIED, eng.call, "autograd_grad", [out, x, one], (True,))
+    raises(E.SAVED_TENSOR_MODIFIED, eng.call, "autograd_grad", [out, x, one], (True, True))
 
 
 def test_retain_graph_false_frees_what_ran():
@@ -63,15 +65,33 @@ def test_retain_graph_false_frees_what_ran():
     x = _leaf(eng, [0.5, 1.0])
     y = eng.call("sin", [x])  # saves x
     one = _leaf(eng, [1.0, 1.0], False)
-    eng.call("autograd_grad", [y, x, one], (False,))
+    eng.call("autograd_grad", [y, x, one], (False, True))
     raises(E.BACKWARD_TWICE, eng.call, "backward_g", [y, one], (False,))
+
+
+def test_an_unused_input_raises_unless_allow_unused():
+    # "allow_unused: If False, specifying inputs that were not used when computing
+    # outputs ... is an error"; left out, it is False. No node leads to the input,
+    # so none runs and none is freed: y's graph is whole after the error (as torch's)
+    for allow_unused in (False, LEFT_OUT, True):
+        eng = Engine()
+        x = _leaf(eng, [0.5, 1.0])
+        y = eng.call("sin", [x])  # saves x
+        one, unrelated = _leaf(eng, [1.0, 1.0], False), _leaf(eng, [7.0])
+        args = ("autograd_grad", [y, unrelated, one], (LEFT_OUT, allow_unused))
+        if allow_unused:
+            assert eng.call(*args) is None
+        else:
+            raises(E.UNUSED_INPUT, eng.call, *args)
+        eng.call("backward_g", [y, one], (LEFT_OUT,))
+        np.testing.assert_array_equal(x.grad, np.cos([0.5, 1.0]))
 
 
 def test_gradient_matches_finite_differences():
     def grad_of(e, ts):
         y = e.call("tanh", [e.call("mul", [ts[0], ts[0]])])
         w = e.leaf(np.array([1.0, -1.0, 0.5]), "float64")
-        return e.call("autograd_grad", [y, ts[0], w], (False,))
+        return e.call("autograd_grad", [y, ts[0], w], (False, True))
 
     xs = [np.array([0.3, -0.7, 1.1])]
     eng = Engine()
@@ -103,7 +123,7 @@ def test_every_path_to_the_input_is_summed():
     eng = Engine()
     x = _leaf(eng, [[2.0, 4.0]])
     quotient = eng.call("div", [x, eng.call("squeeze", [eng.call("clone", [x])], (0,))])
-    g = eng.call("autograd_grad", [quotient, x, _leaf(eng, [[1.0, 1.0]], False)], (False,))
+    g = eng.call("autograd_grad", [quotient, x, _leaf(eng, [[1.0, 1.0]], False)], (False, True))
     np.testing.assert_array_equal(g.values(), [[0.0, 0.0]])
 
 
@@ -117,7 +137,7 @@ def test_autograd_grad_fills_retained_grads_on_the_nodes_that_run():
     side = eng.call("mul_s", [x], (5.0,))
     eng.call("retain_grad", [side])
     out = eng.call("add", [b, side])
-    g = eng.call("autograd_grad", [out, a, _leaf(eng, [1.0, 1.0], False)], (True,))
+    g = eng.call("autograd_grad", [out, a, _leaf(eng, [1.0, 1.0], False)], (True, True))
     np.testing.assert_array_equal(g.values(), [3.0, 3.0])
     np.testing.assert_array_equal(a.grad, [3.0, 3.0])  # the input's own node ran its hooks
     np.testing.assert_array_equal(b.grad, [1.0, 1.0])

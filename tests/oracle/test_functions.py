@@ -287,8 +287,9 @@ def test_backward_none_leaves_the_input_without_a_gradient():
         x, w = _leaf(eng, [1.0, 2.0]), _leaf(eng, [3.0, 4.0])
         y = eng.call(behind, [w], (2.0,))
         z = eng.call("fn_none_grad", [x, y], (1,))
-        got = eng.call("autograd_grad", [z, w, _leaf(eng, [1.0, 1.0], False)], (True,))
-        assert eng.call("autograd_grad", [z, y, _leaf(eng, [1.0, 1.0], False)], (True,)) is None
+        one = _leaf(eng, [1.0, 1.0], False)
+        got = eng.call("autograd_grad", [z, w, one], (True, True))
+        assert eng.call("autograd_grad", [z, y, one], (True, True)) is None
         _backward(eng, z)
         if want is None:
             assert w.grad is None and got is None

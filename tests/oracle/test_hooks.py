@@ -80,10 +80,10 @@ def test_autograd_grad_returns_the_hooked_gradient():
     y = eng.call("mul_s", [x], (2.0,))
     eng.call("hook_mul", [y], (3.0,))
     one = _leaf(eng, [1.0, 1.0], False)
-    g = eng.call("autograd_grad", [eng.call("mul_s", [y], (1.0,)), y, one], (True,))
+    g = eng.call("autograd_grad", [eng.call("mul_s", [y], (1.0,)), y, one], (True, True))
     np.testing.assert_array_equal(g.values(), [3.0, 3.0])
     eng.call("hook_mul", [x], (5.0,))
-    g = eng.call("autograd_grad", [y, x, one], (True,))
+    g = eng.call("autograd_grad", [y, x, one], (True, True))
     np.testing.assert_array_equal(g.values(), [30.0, 30.0])  # 1 * 3 * 2 * 5
 
 
@@ -131,7 +131,7 @@ def test_autograd_grad_runs_no_post_accumulate_hook():
     x = _leaf(eng, [1.0])
     eng.call("post_hook_mul", [x], (2.0,))
     y = eng.call("mul_s", [x], (3.0,))
-    g = eng.call("autograd_grad", [y, x, _leaf(eng, [1.0], False)], (True,))
+    g = eng.call("autograd_grad", [y, x, _leaf(eng, [1.0], False)], (True, True))
     np.testing.assert_array_equal(g.values(), [3.0])
     assert x.grad is None
 

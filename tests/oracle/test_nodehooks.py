@@ -172,9 +172,9 @@ def test_node_hooks_of_a_node_that_does_not_run_never_run():
     eng.call("node_prehook_mul", [y], (3.0,))
     eng.call("node_hook_add", [y], (1.0,))
     one = _leaf(eng, [1.0], False)
-    g = eng.call("autograd_grad", [z, y, one], (True,))  # y's node is not run
+    g = eng.call("autograd_grad", [z, y, one], (True, True))  # y's node is not run
     np.testing.assert_array_equal(g.values(), [5.0])
-    g = eng.call("autograd_grad", [z, x, one], (True,))  # it is now
+    g = eng.call("autograd_grad", [z, x, one], (True, True))  # it is now
     np.testing.assert_array_equal(g.values(), [31.0])  # 5 * 3 * 2 + 1
 
 
