@@ -139,7 +139,7 @@ class DtypeViews:
         quiets them, bfloat16's rounding makes them canonical)."""
         floating = ("float", "complex")
         why = None
-        if kind(t.dtype) in floating and spec.name not in EXACT_WRITES:
+        if kind(t.dtype) in floating and not spec.exact_bits:
             why = f"{spec.name} into memory also read as another dtype: its last bits"
         elif kind(t.storage.dtype or t.dtype) in floating and np.isnan(t.storage.buf).any():
             why = f"{spec.name} left NaN bits in memory read as another dtype: payloads"
@@ -147,8 +147,3 @@ class DtypeViews:
             why = f"{spec.name} wrote NaNs into memory read as another dtype: payloads"
         self.undefined = self.undefined or why
         self.bits_undefined = self.bits_undefined or why is not None
-
-
-# writes that compute nothing: the bits written are the bits torch writes
-EXACT_WRITES = ("zero_", "fill_", "copy_", "setitem", "setitem_s", "setitem_t")
-EXACT_WRITES += ("index_put_", "masked_fill_", "index_copy_", "scatter_")

@@ -103,6 +103,10 @@ class OpSpec:
     # an index write's index is saved only where the source needs a gradient
     # (index_add_: self's gradient is grad itself); else always
     saves_index_for_source_only: bool = False
+    # a write that computes nothing (zero_, fill_, copy_, the index writes but
+    # index_add_): the bits written are the source's, exact under a dtype view
+    # (oracle.dtype_views)
+    exact_bits: bool = False
 
     @property
     def bump(self) -> int:
@@ -347,7 +351,7 @@ _row(
     returns=False,
     cross_dtype=True,
 )
-_row("copy_", 2, (), "{t0}.copy_({t1})", "copy_", inplace=True, cross_dtype=True)
+_row("copy_", 2, (), "{t0}.copy_({t1})", "copy_", inplace=True, cross_dtype=True, exact_bits=True)
 _row("zeros_like", 1, (), "torch.zeros_like({t0})", "zeros_like")
 # custom autograd.Functions (their classes: conformance/differential/functions.py) and
 # sin under saved_tensors_hooks (oracle/functions.py); c: a real python scalar
@@ -959,6 +963,7 @@ _row(
     "inplace",
     inplace=True,
     overlap_check=False,
+    exact_bits=True,
     fwd=lambda xs, p, dt: np.zeros_like(xs[0]),
     bwd=_zero,
 )
@@ -970,6 +975,7 @@ _row(
     "inplace",
     inplace=True,
     overlap_check=False,
+    exact_bits=True,
     fwd=lambda xs, p, dt: np.full_like(xs[0], p[0]),
     bwd=_zero,
     param_kinds=("scalar",),
@@ -1039,6 +1045,7 @@ _row(
     "{t0}[{p0}] = {t1}",
     "setitem",
     inplace=True,
+    exact_bits=True,
     statement=True,
     returns=False,
     cross_dtype=True,
@@ -1051,6 +1058,7 @@ _row(
     "{t0}[{p0}] = {p1}",
     "setitem",
     inplace=True,
+    exact_bits=True,
     statement=True,
     returns=False,
     param_kinds=("index", "scalar"),
@@ -1109,6 +1117,7 @@ for _n, (_tpl, _p, _f, _b, _arity) in index_ops.ROWS.items():
         # index_add_ rounds after each add into a repeated row
         sums=_n == "index_add_",
         saves_index_for_source_only=_n == "index_add_",
+        exact_bits=_n != "index_add_",
         # index_put_ does not look; masked_fill_ only warns on expanded memory
         overlap_check=_n in ("index_add_", "index_copy_", "scatter_"),
         # index_add_ and index_copy_ save the source for its gradient's shape
