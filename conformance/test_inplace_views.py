@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from conformance.check import expect, expect_no_raise, expect_raises
 from conformance.harness import rule_test
-from strategies.argspace import Operand, arguments
+from strategies.argspace import Operand, arguments, passed
 from strategies.dtypes import arrays
 from strategies.layouts import WRITABLE_LAYOUTS
 from strategies.tensors import DTYPE_NAMES
@@ -74,11 +74,11 @@ def test_an_inplace_view_op_is_its_twin_in_place(ex):
         "its arguments",
     )
     grad_mode = ex.draw(st.booleans(), "op in grad mode")
-    what = f"{'' if grad_mode else 'under no_grad, '}{made} view: v.{op}{args}"
+    what = f"{'' if grad_mode else 'under no_grad, '}{made} view: v.{op}{passed(args)}"
     recorded = grad_mode and v.requires_grad
     base, before, version = v._base, _geometry(v), v._version
     fn = v.grad_fn if recorded and made in ("itself", "grad") else None
-    twin = getattr(v, op[:-1])(*args)  # the out-of-place op, on v as it is now
+    twin = getattr(v, op[:-1])(*passed(args))  # the out-of-place op, on v as it is now
     expected_grad = None
     real = v.is_floating_point()  # (a complex sum is no loss to differentiate)
     if real and recorded and made in ("itself", "grad") and x.root is not None and not v.is_leaf:
@@ -88,12 +88,12 @@ def test_an_inplace_view_op_is_its_twin_in_place(ex):
     refusal = _refusal(v, made, recorded)
     if refusal is not None:
         with mode:
-            expect_raises(RULE, refusal, lambda: getattr(v, op)(*args), what)
+            expect_raises(RULE, refusal, lambda: getattr(v, op)(*passed(args)), what)
         expect(RULE, _geometry(v) == before, f"{what} was refused, yet changed v to {v.shape}")
         expect(RULE, v._version == version, f"{what} was refused, yet bumped v's version")
         return
     with mode:
-        out = expect_no_raise(RULE, lambda: getattr(v, op)(*args), what)
+        out = expect_no_raise(RULE, lambda: getattr(v, op)(*passed(args)), what)
     expect(RULE, out is v, f"{what} returned another tensor than v")
     expect(
         RULE,
@@ -137,13 +137,13 @@ def test_the_base_keeps_its_history_and_a_later_write_reaches_it(ex):
     v = x.tensor[...]
     op = ex.draw(st.sampled_from(INPLACE_VIEWS), "op")
     args = ex.draw(arguments(SPACES[op], Operand(tuple(v.shape), True, 0)), "its arguments")
-    twin = getattr(v, op[:-1])(*args)
+    twin = getattr(v, op[:-1])(*passed(args))
     assume(torch._debug_has_internal_overlap(twin) == 0)  # a write into it must be allowed
     w = _weight(ex, twin)
     (expected,) = torch.autograd.grad((twin * 2 * w).sum(), x.root, retain_graph=True)
     fn = x.tensor.grad_fn
     what = f"x[...].{op}{args}"
-    getattr(v, op)(*args)
+    getattr(v, op)(*passed(args))
     expect(RULE, x.tensor.grad_fn is fn, f"{what} changed the base's grad_fn to {x.tensor.grad_fn}")
     v.mul_(2)
     expect(

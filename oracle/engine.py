@@ -9,8 +9,6 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from strategies.argspace import LEFT_OUT
-
 from . import geometry as geo
 from . import gradapi, graph, modes, view_geometry, view_ops, write_ops
 from .complex_views import ComplexViews, ReinterpretingViews, byte_overlap_status
@@ -20,7 +18,7 @@ from .errors import ErrorKind, OracleError
 from .functions import FunctionOps
 from .graph import run_backward
 from .nodes import Node, Saved, copy_slices, flat_index, shares_elements
-from .ops import OPS, OpSpec, matmul_layout, out_dtype
+from .ops import OPS, OpSpec, matmul_layout, meant, out_dtype
 from .releases import NEWEST, Release
 from .storage import Storage, VersionCounter
 from .tensor import OTensor, new_tensor
@@ -116,11 +114,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
             spec = OPS.get(alt, spec)
         if spec.strict_bwd is not None and not self.release.clamp_grad_at_bounds:
             spec = dataclasses.replace(spec, bwd=spec.strict_bwd)
-        if not p:
-            p = spec.param_defaults
-        elif spec.param_defaults and any(v is LEFT_OUT for v in p):
-            defaults = spec.param_defaults
-            p = tuple(d if v is LEFT_OUT else v for v, d in zip(p, defaults, strict=True))
+        p = meant(spec, p)
         if len(ts) != spec.arity or len(p) != len(spec.params):
             raise TypeError(f"{op} takes {spec.arity} tensors and params {spec.params}")
         if kind(ts[0].dtype) not in spec.dtypes:
@@ -642,8 +636,15 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         if root is None:
             raise OracleError(ErrorKind.NO_GRAD_FN)
         grad = graph.validate(round_to(grad, t.dtype), graph.target_meta(root))
-        self.undefined = "; ".join(run_backward(root, grad, bool(p[0]), list(self._retainers)))
-        self.undefined = self.undefined or None
+        self._noted(run_backward(root, grad, bool(p[0]), list(self._retainers)))
+
+    def _noted(self, notes: list[str]) -> None:
+        """A backward's notes: what it leaves undefined, and an error torch may raise."""
+        for note in notes:
+            if isinstance(note, graph.MayRaise):
+                self.may_refuse = self.may_refuse or note.kind
+        undefined = "; ".join(n for n in notes if not isinstance(n, graph.MayRaise))
+        self.undefined = self.undefined or undefined or None
 
     def _op_autograd_grad(self, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:
         """torch.autograd.grad(out, inp, g, retain_graph, allow_unused)[0]: the gradient
@@ -665,8 +666,7 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         captured = [target]
         # retain_grad hooks run on the nodes that run, the input's own included
         # (measured on 2.13.0: a retained tensor off the path keeps its .grad)
-        notes = run_backward(root, grad, bool(p[0]), list(self._retainers), capture=captured)
-        self.undefined = self.undefined or "; ".join(notes) or None
+        self._noted(run_backward(root, grad, bool(p[0]), list(self._retainers), capture=captured))
         if len(captured) == 1 or captured[1] is None:
             if not p[1]:
                 raise OracleError(ErrorKind.UNUSED_INPUT)

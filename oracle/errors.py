@@ -90,6 +90,7 @@ _ALSO = {
         "invalid shape dimension",
         "can be any value and is ambiguous",
         "duplicate dims",
+        "appears multiple times in the list of dims",
         "does not match the length of the desired ordering",
         "expects a tensor with <= 2 dimensions",
     ),

@@ -36,6 +36,18 @@ class _Unpredictable(Exception):
     pass
 
 
+class MayRaise(str):
+    """A note that torch may raise `kind` here, or go on (releases differ): either
+    outcome holds (Engine.may_refuse)."""
+
+    kind: ErrorKind
+
+    def __new__(cls, kind: ErrorKind) -> MayRaise:
+        note = super().__new__(cls, f"torch may raise {kind.name} here")
+        note.kind = kind
+        return note
+
+
 def _accumulate(leaf: OTensor, g: np.ndarray, is_root: bool, dtype: str) -> None:
     """AccumulateGrad. Shapes differ only after `.data =` changed the leaf's shape: torch
     then keeps (steals) a fresh gradient when the leaf is not dense or the gradient fits
@@ -92,6 +104,10 @@ def _undefined(
     if any(getattr(owner, a, ()) or getattr(node, a, ()) for a in hooked):
         notes.append("a hook called with an undefined gradient (None): not modelled")
     if isinstance(node, Accumulator):
+        if node.leaf.grad_fn() is not None:
+            # a leaf moved into the graph interior: 2.0.1 and 2.4.1 pass the undefined
+            # gradient by, 2.13.0 and 2.14.1 raise as for a defined one (measured)
+            notes.append(MayRaise(ErrorKind.LEAF_MOVED))
         return None
     zeros = np.zeros(node.out[0], compute_dtype(node.out[1])) if node.out else None
     if node.name.startswith("fn_"):  # the custom Functions' rows (oracle/ops.py)

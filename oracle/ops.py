@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from strategies import function_args, gradapi_args, op_args
-from strategies.argspace import ArgSpace
+from strategies.argspace import LEFT_OUT, ArgSpace
 
 from . import (
     complex_views,
@@ -111,6 +111,17 @@ class OpSpec:
     @property
     def bump(self) -> int:
         return 1 if self.inplace else 0
+
+
+def meant(spec: OpSpec, params: tuple) -> tuple:
+    """The params a call with `params` means: the row's defaults where it passes
+    none (or leaves one out: LEFT_OUT)."""
+    if not params:
+        return spec.param_defaults
+    if spec.param_defaults and any(v is LEFT_OUT for v in params):
+        defaults = spec.param_defaults
+        return tuple(d if v is LEFT_OUT else v for v, d in zip(params, defaults, strict=True))
+    return params
 
 
 def out_dtype(spec: OpSpec, dtype: str) -> str:

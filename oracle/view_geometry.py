@@ -184,8 +184,23 @@ def unsqueeze(shape: Shape, strides: Shape, offset: int, dim: int) -> Geom:
     )
 
 
-def squeeze(shape: Shape, strides: Shape, offset: int, dim: int) -> Geom:
-    dim = wrap_dim(dim, len(shape))
-    if not shape or shape[dim] != 1:  # nothing to squeeze: the gradient passes unchanged
+def squeeze(shape: Shape, strides: Shape, offset: int, dim: int | tuple | None) -> Geom:
+    """squeeze(dim), squeeze(dims) or squeeze() (dim None): the named dims of
+    size 1 go, every one of them without a dim; the others stay."""
+    n = len(shape)
+    if dim is None:
+        named = range(n)
+    else:
+        named = [wrap_dim(d, n) for d in (dim if isinstance(dim, tuple) else (dim,))]
+        if len(set(named)) != len(named):
+            raise OracleError(SHAPE, "appears multiple times in the list of dims")
+    gone = {d for d in named if n and shape[d] == 1}
+    if not gone:  # nothing to squeeze: the gradient passes unchanged
         return shape, strides, offset, lambda g, in_shape: g
-    return shape[:dim] + shape[dim + 1 :], strides[:dim] + strides[dim + 1 :], offset, _reshape_back
+    kept = [d for d in range(n) if d not in gone]
+    return (
+        tuple(shape[d] for d in kept),
+        tuple(strides[d] for d in kept),
+        offset,
+        _reshape_back,
+    )

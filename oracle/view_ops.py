@@ -76,6 +76,8 @@ def diagonal(shape: Shape, strides: Shape, offset: int, off: int, d1: int, d2: i
 def movedim(shape: Shape, strides: Shape, offset: int, source: int, destination: int) -> Geom:
     n = len(shape)
     source, destination = wrap_dim(source, n), wrap_dim(destination, n)
+    if not n:  # a 0-d tensor's dim 0 (or -1) moves nowhere
+        return permute(shape, strides, offset, ())
     order = [d for d in range(n) if d != source]
     order.insert(destination, source)
     return permute(shape, strides, offset, tuple(order))
@@ -153,8 +155,13 @@ def _bounds(sizes: list[int], k: int) -> tuple[int, int]:
     return sum(sizes[:k]), sum(sizes[: k + 1])
 
 
-def split_sizes(n: int, size: int) -> list[int]:
-    """split(size): pieces of `size`, the last one shorter; one empty piece if n is 0."""
+def split_sizes(n: int, size: int | list[int]) -> list[int]:
+    """split(size): pieces of `size`, the last one shorter; one empty piece if n is 0.
+    split(sizes), its list overload, is split_with_sizes."""
+    if isinstance(size, list):
+        if sum(size) != n or any(s < 0 for s in size):
+            raise OracleError(SHAPE, "split_with_sizes expects split_sizes to sum exactly to")
+        return list(size)
     if size <= 0 and n:
         raise OracleError(SHAPE, "split_size can only be 0 if dimension size is 0")
     return [min(size, n - i) for i in range(0, n, size)] if n else [0]
@@ -166,8 +173,15 @@ def chunk_sizes(n: int, chunks: int) -> list[int]:
     return split_sizes(n, -(-n // chunks) if n else 1)
 
 
-def section_sizes(n: int, sections: int) -> list[int]:
-    """tensor_split(sections): the first n % sections pieces are one longer."""
+def section_sizes(n: int, sections: int | list[int]) -> list[int]:
+    """tensor_split(sections): the first n % sections pieces are one longer.
+    tensor_split(indices): the pieces between each two (non-decreasing, from 0
+    to one past the end: one beyond the end gives an empty piece)."""
+    if isinstance(sections, list):
+        if any(i < 0 for i in sections) or sections != sorted(sections):
+            raise NotImplementedError("tensor_split indices that are negative or decrease")
+        bounds = [0, *(min(i, n) for i in sections), n]
+        return [max(b - a, 0) for a, b in zip(bounds, bounds[1:], strict=False)]
     if sections <= 0:
         raise OracleError(SHAPE, "number of sections must be larger than 0")
     return [n // sections + (i < n % sections) for i in range(sections)]

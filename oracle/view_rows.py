@@ -42,7 +42,8 @@ ROWS: dict[str, dict] = {
     "permute": _view(("dims",), "{t0}.permute({p0})", vg.permute),
     "expand": _view(("shape",), "{t0}.expand({p0})", vg.expand),
     "unsqueeze": _view(("dim",), "{t0}.unsqueeze({p0})", vg.unsqueeze),
-    "squeeze": _view(("dim",), "{t0}.squeeze({p0})", vg.squeeze),
+    # dim: one, a tuple, or left out: every dim of size 1 (param_defaults' None)
+    "squeeze": _view(("dim",), "{t0}.squeeze(dim={p0})", vg.squeeze, param_defaults=(None,)),
     # the rest of tensor_view.rst
     "narrow": _view(("dim", "start", "length"), "{t0}.narrow({p0}, {p1}, {p2})", vo.narrow),
     "diagonal": _view(("offset", "dim1", "dim2"), "{t0}.diagonal({p0}, {p1}, {p2})", vo.diagonal),
@@ -93,6 +94,7 @@ def _inplace_view(name: str, torch: str) -> dict:
         inplace=True,
         geom=twin["geom"],
         overlap_check=False,
+        param_defaults=twin.get("param_defaults", ()),
     )
 
 
@@ -102,7 +104,7 @@ ROWS.update(
     {
         "transpose_": _inplace_view("transpose_", "{t0}.transpose_({p0}, {p1})"),
         "t_": _inplace_view("t_", "{t0}.t_()"),
-        "squeeze_": _inplace_view("squeeze_", "{t0}.squeeze_({p0})"),
+        "squeeze_": _inplace_view("squeeze_", "{t0}.squeeze_(dim={p0})"),
         "unsqueeze_": _inplace_view("unsqueeze_", "{t0}.unsqueeze_({p0})"),
         "swapdims_": _inplace_view("swapdims_", "{t0}.swapdims_({p0}, {p1})"),
         "as_strided_": _inplace_view("as_strided_", "{t0}.as_strided_({p0}, {p1}, {p2})"),

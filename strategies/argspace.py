@@ -113,6 +113,37 @@ def keywords(**values: Any) -> dict[str, Any]:
     return {name: v for name, v in values.items() if v is not LEFT_OUT}
 
 
+class Spread(tuple):
+    """A list argument passed one by one, in its varargs overload: the shape
+    (2, 3) as `x.view(2, 3)`, beside `x.view((2, 3))` and `x.view([2, 3])`.
+    It prints as the call spells it; `spread` makes the arguments."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return ", ".join(repr(v) for v in self)
+
+
+def spread(value: Any) -> tuple:
+    """The positional arguments `value` stands for: its items for a Spread."""
+    return tuple(value) if isinstance(value, Spread) else (value,)
+
+
+def spellings(pick: Pick, values: tuple) -> tuple | list | Spread:
+    """`values` as a tuple, a list or (where there is one) one by one."""
+    form = pick.ints(0, 2 if values else 1)
+    return (values, list(values), Spread(values))[form]
+
+
+def spelling_classes() -> tuple[Class, ...]:
+    """The three spellings of a list argument (`spellings`)."""
+    return (
+        Class("a tuple", lambda v, x, p: type(v) is tuple),
+        Class("a list", lambda v, x, p: isinstance(v, list)),
+        Class("one by one", lambda v, x, p: isinstance(v, Spread)),
+    )
+
+
 def passed(args: tuple) -> tuple:
     """The positional arguments of a call, without those left at their default
     (which come last: `x.squeeze()`)."""
@@ -138,6 +169,8 @@ class Arg:
     # a keyword the call may leave out (LEFT_OUT): the row's template names it
     # as `name={pN}`, and the call is made and printed without it
     optional: bool = False
+    # a list the call may pass one by one (Spread): `{pN}` alone in the template
+    spreads: bool = False
 
 
 @dataclass(frozen=True)

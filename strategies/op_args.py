@@ -362,4 +362,5 @@ _SPACES: dict[str, ArgSpace] = {
 # unsafe_split and co. take split's arguments (strategies.view_args), counted as their own
 for _name in ("unsafe_split_k", "unsafe_chunk_k", "unsafe_split_with_sizes_k"):
     _SPACES[_name] = view_args.SPACES[_name.removeprefix("unsafe_")]
+_SPACES["unsafe_split_k"] = view_args.SPLIT_INTS  # (no list overload)
 SPACES: dict[str, ArgSpace] = {name: replace(s, op=name) for name, s in _SPACES.items()}

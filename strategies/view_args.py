@@ -13,7 +13,7 @@ import math
 from dataclasses import replace
 
 from . import view_draws as draws
-from .argspace import Arg, ArgSpace, Class, Operand, Undefined
+from .argspace import LEFT_OUT, Arg, ArgSpace, Class, Operand, Undefined, spelling_classes
 from .view_draws import pieces
 
 Shape = tuple[int, ...]
@@ -24,14 +24,21 @@ def _arg(name: str, *classes: Class) -> Arg:
     return Arg(name, classes)
 
 
+def _spelled(name: str, *classes: Class) -> Arg:
+    """A list argument of a varargs overload: its classes, and its spellings."""
+    return Arg(name, (*classes, *spelling_classes()), spreads=True)
+
+
 def _size(x: Operand, p: tuple, at: int) -> int:
     """The size of the dim the argument at position `at` names."""
     return x.shape[p[at]]
 
 
-FROM_START = Class("counted from the start", lambda v, x, p: v >= 0)
-FROM_END = Class("counted from the end", lambda v, x, p: v < 0)
+FROM_START = Class("counted from the start", lambda v, x, p: isinstance(v, int) and v >= 0)
+FROM_END = Class("counted from the end", lambda v, x, p: isinstance(v, int) and v < 0)
 SIGNED = (FROM_START, FROM_END)
+# "a 0-d tensor takes dims -1 and 0" (torch's maybe_wrap_dim, wrap_scalar)
+OF_0D = Class("of a 0-d operand", lambda v, x, p: not x.shape)
 
 
 def _same_dim(at: int) -> tuple[Class, Class]:
@@ -95,6 +102,12 @@ def _rank_classes() -> tuple[Class, ...]:
     )
 
 
+def _squeezed(v: object, x: Operand) -> int | None:
+    """The size of the one dim squeeze(v) names (None where v names several or
+    none, or x is 0-d)."""
+    return x.shape[v] if isinstance(v, int) and x.shape else None
+
+
 def _diagonal_size(x: Operand, p: tuple) -> int:
     off, d1, d2 = p
     a, b = x.shape[d1], x.shape[d2]
@@ -132,16 +145,19 @@ _SECTIONS = _arg(
 _SPACES: dict[str, ArgSpace] = {
     "getitem": ArgSpace((_arg("index", *_index_classes()),), draws.getitem),
     "select": ArgSpace((_DIM, _arg("index", *SIGNED)), draws.select),
-    "view": ArgSpace((_arg("shape", *_rank_classes()),), draws.new_shape),
-    "reshape": ArgSpace((_arg("shape", *_rank_classes()),), draws.new_shape),
-    "transpose": ArgSpace((_arg("d0", *SIGNED), _arg("d1", *SIGNED, *_same_dim(0))), draws.dims(2)),
+    # the shape as a tuple, a list or one int after another: each overload
+    "view": ArgSpace((_spelled("shape", *_rank_classes()),), draws.new_shape),
+    "reshape": ArgSpace((_spelled("shape", *_rank_classes()),), draws.new_shape),
+    "transpose": ArgSpace(
+        (_arg("d0", *SIGNED, OF_0D), _arg("d1", *SIGNED, *_same_dim(0))), draws.dims(2)
+    ),
     "t": ArgSpace((), draws.t),
     "permute": ArgSpace(
         (
-            _arg(
+            _spelled(
                 "dims",
-                Class("the identity", lambda v, x, p: v == tuple(sorted(v))),
-                Class("a reordering", lambda v, x, p: v != tuple(sorted(v))),
+                Class("the identity", lambda v, x, p: list(v) == sorted(v)),
+                Class("a reordering", lambda v, x, p: list(v) != sorted(v)),
             ),
         ),
         draws.permute,
@@ -168,16 +184,25 @@ _SPACES: dict[str, ArgSpace] = {
         ),
         draws.dims(1, extra=1),
     ),
+    # squeeze(dim), squeeze(dims) (2.0 on) and squeeze(): its three overloads
     "squeeze": ArgSpace(
         (
-            _arg(
+            Arg(
                 "dim",
-                *SIGNED,
-                Class("a dim of size 1", lambda v, x, p: x.shape[v] == 1),
-                Class("a dim of another size", lambda v, x, p: x.shape[v] != 1),
+                (
+                    *SIGNED,
+                    OF_0D,
+                    Class("a dim of size 1", lambda v, x, p: _squeezed(v, x) == 1),
+                    Class(
+                        "a dim of another size", lambda v, x, p: _squeezed(v, x) not in (1, None)
+                    ),
+                    Class("a tuple of dims", lambda v, x, p: isinstance(v, tuple)),
+                    Class("left at its default (every dim)", lambda v, x, p: v is LEFT_OUT),
+                ),
+                optional=True,
             ),
         ),
-        draws.dims(1),
+        draws.squeeze,
     ),
     "narrow": ArgSpace(
         (
@@ -215,9 +240,11 @@ _SPACES: dict[str, ArgSpace] = {
         ),
         draws.diagonal,
     ),
-    "movedim": ArgSpace((_arg("source", *SIGNED), _arg("destination", *SIGNED)), draws.two_dims),
-    "swapaxes": ArgSpace((_arg("axis0", *SIGNED), _arg("axis1", *SIGNED)), draws.two_dims),
-    "swapdims": ArgSpace((_arg("dim0", *SIGNED), _arg("dim1", *SIGNED)), draws.two_dims),
+    "movedim": ArgSpace(
+        (_arg("source", *SIGNED, OF_0D), _arg("destination", *SIGNED)), draws.two_dims
+    ),
+    "swapaxes": ArgSpace((_arg("axis0", *SIGNED, OF_0D), _arg("axis1", *SIGNED)), draws.two_dims),
+    "swapdims": ArgSpace((_arg("dim0", *SIGNED, OF_0D), _arg("dim1", *SIGNED)), draws.two_dims),
     "unflatten": ArgSpace(
         (
             _DIM,
@@ -275,7 +302,18 @@ _SPACES: dict[str, ArgSpace] = {
     "mH": ArgSpace((), draws.rank(2)),
     "adjoint": ArgSpace((), draws.rank(2)),
     "unbind_k": ArgSpace((_DIM, _K), draws.unbind),
-    "split_k": ArgSpace((_arg("size", *_pieces_classes(1, "split")), _DIM, _K), draws.split),
+    "split_k": ArgSpace(
+        (
+            _arg(
+                "size",
+                *_pieces_classes(1, "split"),
+                Class("a list of sizes (split_with_sizes)", lambda v, x, p: isinstance(v, list)),
+            ),
+            _DIM,
+            _K,
+        ),
+        draws.split,
+    ),
     "split_with_sizes_k": ArgSpace(
         (
             _arg(
@@ -309,7 +347,10 @@ _SPACES: dict[str, ArgSpace] = {
             _arg(
                 "sections",
                 *_pieces_classes(1, "tensor_split"),
-                Class("empty pieces", lambda v, x, p: v > _size(x, p, 1)),
+                Class(
+                    "empty pieces", lambda v, x, p: 0 in pieces(_size(x, p, 1), "tensor_split", v)
+                ),
+                Class("a list of indices", lambda v, x, p: isinstance(v, list)),
             ),
             _DIM,
             _K,
@@ -331,6 +372,8 @@ _SPACES: dict[str, ArgSpace] = {
         draws.vsplit,
     ),
 }
+# split(size) alone: unsafe_split takes no list of sizes (strategies/op_args.py)
+SPLIT_INTS = ArgSpace((_arg("size", *_pieces_classes(1, "split")), _DIM, _K), draws.split_ints)
 # the in-place view ops (issue 37): each changes its operand's own geometry as
 # its out-of-place twin makes a view's ("In-place version of Tensor.transpose"),
 # so it draws the twin's arguments, counted under its own name

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from functools import cache
 
-from .argspace import Choose, Operand, Pick
+from .argspace import LEFT_OUT, Choose, Operand, Pick, spellings
 
 Shape = tuple[int, ...]
 
@@ -30,13 +30,17 @@ def _output(pick: Pick, count: int) -> int:
     return k - count if pick.ints(0, 3) == 0 else k
 
 
-def pieces(n: int, how: str, arg: int) -> list[int]:
+def pieces(n: int, how: str, arg: int | list[int]) -> list[int]:
     """The sizes of the pieces x.split(arg) / chunk(arg) / tensor_split(arg)
-    cuts a dim of size n > 0 into (tensor_split: n >= 0); as oracle.view_ops."""
+    cuts a dim of size n > 0 into (tensor_split: n >= 0); as oracle.view_ops.
+    A list is split's sizes, or tensor_split's indices (non-decreasing)."""
     if how == "split":
-        return [min(arg, n - i) for i in range(0, n, arg)]
+        return list(arg) if isinstance(arg, list) else [min(arg, n - i) for i in range(0, n, arg)]
     if how == "chunk":
         return pieces(n, "split", -(-n // arg))
+    if isinstance(arg, list):  # tensor_split(indices): x[..., i:j] between each two
+        bounds = [0, *(min(i, n) for i in arg), n]
+        return [max(b - a, 0) for a, b in zip(bounds, bounds[1:], strict=False)]
     return [n // arg + (i < n % arg) for i in range(arg)]  # tensor_split
 
 
@@ -109,20 +113,36 @@ def select(pick: Pick, x: Operand) -> tuple | None:
 
 
 def new_shape(pick: Pick, x: Operand) -> tuple:
-    return (view_shape(pick, x.shape),)
+    """A shape of as many elements, spelled as a tuple, a list or one by one."""
+    return (spellings(pick, view_shape(pick, x.shape)),)
 
 
 def dims(count: int, extra: int = 0) -> Choose:
     """`count` dims in 0..rank - 1 + extra (unsqueeze: one past the last),
-    each one in four counted from the end."""
+    each one in four counted from the end; a 0-d operand takes dim 0 or -1
+    ("a 0-d tensor takes dims -1 and 0", oracle.view_geometry.wrap_dim)."""
 
-    def choose(pick: Pick, x: Operand) -> tuple | None:
-        n = len(x.shape) + extra
-        if n == 0:
-            return None
+    def choose(pick: Pick, x: Operand) -> tuple:
+        n = max(len(x.shape) + extra, 1)
         return tuple(_from_end(pick, pick.ints(0, n - 1), n) for _ in range(count))
 
     return choose
+
+
+def squeeze(pick: Pick, x: Operand) -> tuple:
+    """One dim (three in five; of size 1 one time in two where there is one), a
+    tuple of distinct dims (one in five, in the order drawn), or none: every dim
+    of size 1 (left out, one in five)."""
+    form = pick.ints(0, 4)
+    if form == 4:
+        return (LEFT_OUT,)
+    n = max(len(x.shape), 1)
+    if form < 3:
+        ones = tuple(d for d, size in enumerate(x.shape) if size == 1)
+        d = pick.one_of(ones) if ones and pick.chance(0.5) else pick.ints(0, n - 1)
+        return (_from_end(pick, d, n),)
+    chosen = permutation(pick, n)[: pick.ints(1, n)]
+    return (tuple(_from_end(pick, d, n) for d in chosen),)
 
 
 def _from_end(pick: Pick, d: int, n: int) -> int:
@@ -135,7 +155,8 @@ def t(pick: Pick, x: Operand) -> tuple | None:
 
 
 def permute(pick: Pick, x: Operand) -> tuple:
-    return (permutation(pick, len(x.shape)),)
+    """An order of the dims, spelled as a tuple, a list or one by one."""
+    return (spellings(pick, permutation(pick, len(x.shape))),)
 
 
 def expand(pick: Pick, x: Operand) -> tuple:
@@ -162,10 +183,10 @@ def diagonal(pick: Pick, x: Operand) -> tuple | None:
     return (pick.ints(-2, 2), d1, d2)
 
 
-def two_dims(pick: Pick, x: Operand) -> tuple | None:
-    if not x.shape:
-        return None
-    return (_dim(pick, x.shape), _dim(pick, x.shape))
+def two_dims(pick: Pick, x: Operand) -> tuple:
+    """Two dims, each one in four counted from the end; 0 or -1 of a 0-d operand."""
+    shape = x.shape or (1,)
+    return (_dim(pick, shape), _dim(pick, shape))
 
 
 def unflatten(pick: Pick, x: Operand) -> tuple | None:
@@ -215,6 +236,14 @@ def unbind(pick: Pick, x: Operand) -> tuple | None:
 
 
 def split(pick: Pick, x: Operand) -> tuple | None:
+    """split(size, dim), or one in four split(sizes, dim): its list overload."""
+    if pick.ints(0, 3) == 0:
+        return split_with_sizes(pick, x)
+    return split_ints(pick, x)
+
+
+def split_ints(pick: Pick, x: Operand) -> tuple | None:
+    """split(size, dim) (unsafe_split takes no list)."""
     d = _dim(pick, x.shape, sized=True)
     if d is None:
         return None
@@ -226,7 +255,11 @@ def split_with_sizes(pick: Pick, x: Operand) -> tuple | None:
     d = _dim(pick, x.shape, sized=True)
     if d is None:
         return None
-    n, sizes = x.shape[d], []
+    return _sizes_dim_output(pick, x.shape[d], d)
+
+
+def _sizes_dim_output(pick: Pick, n: int, d: int) -> tuple:
+    sizes: list[int] = []
     while sum(sizes) < n and len(sizes) < 3:
         sizes.append(pick.ints(0, n - sum(sizes)))
     sizes[-1] += n - sum(sizes)
@@ -242,9 +275,14 @@ def chunk(pick: Pick, x: Operand) -> tuple | None:
 
 
 def tensor_split(pick: Pick, x: Operand) -> tuple | None:
+    """tensor_split(sections, dim), or one in three tensor_split(indices, dim):
+    0 to 3 non-decreasing indices, up to one past the dim's end."""
     d = _dim(pick, x.shape)
     if d is None:
         return None
+    if pick.ints(0, 2) == 0:
+        indices = sorted(pick.ints(0, x.shape[d] + 1) for _ in range(pick.ints(0, 3)))
+        return (indices, d, _output(pick, len(indices) + 1))
     sections = pick.ints(1, 4)
     return (sections, d, _output(pick, sections))
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
-from .argspace import Operand, arguments
+from .argspace import LEFT_OUT, Default, Operand, arguments, spread
 from .view_args import SPACES
 from .view_draws import pieces
 
@@ -68,8 +68,14 @@ def _stepped(a, args):
     return a[(slice(None),) * d + (slice(start, None, step),)]
 
 
-def _squeeze_np(a: np.ndarray, d: int) -> np.ndarray:
-    return np.squeeze(a, axis=d) if a.shape[d] == 1 else a
+def _squeeze_np(a: np.ndarray, d: int | tuple | Default) -> np.ndarray:
+    """squeeze(dim), squeeze(dims) or squeeze() (LEFT_OUT) of an array of rank >= 1."""
+    named = range(a.ndim) if d is LEFT_OUT else (d,) if isinstance(d, int) else d
+    return np.squeeze(a, axis=tuple(k for k in named if a.shape[k] == 1))
+
+
+def _squeeze(t, a: tuple):
+    return t.squeeze() if a[0] is LEFT_OUT else t.squeeze(a[0])
 
 
 def _has_sized(shape: Shape, contiguous: bool) -> bool:
@@ -265,11 +271,11 @@ VIEW_OPS: tuple[ViewOp, ...] = (
         lambda x, a: x.T,
     ),
     ViewOp(
-        "x.permute{0}",
+        "x.permute({0})",
         lambda s, c: len(s) >= 1,
         _declared("permute"),
-        lambda t, a: t.permute(*a[0]),
-        lambda x, a: np.transpose(x, a[0]),
+        lambda t, a: t.permute(*spread(a[0])),
+        lambda x, a: np.transpose(x, tuple(a[0])),
     ),
     ViewOp(
         "x.select({0}, {1})",
@@ -303,7 +309,7 @@ VIEW_OPS: tuple[ViewOp, ...] = (
         "x.squeeze({0})",
         lambda s, c: len(s) >= 1,
         _declared("squeeze"),
-        lambda t, a: t.squeeze(*a),
+        _squeeze,
         lambda x, a: _squeeze_np(x, a[0]),
     ),
     ViewOp(
@@ -324,15 +330,15 @@ VIEW_OPS: tuple[ViewOp, ...] = (
         "x.view({0})",
         lambda s, c: c,
         _declared("view"),
-        lambda t, a: t.view(a[0]),
-        lambda x, a: x.reshape(a[0]),
+        lambda t, a: t.view(*spread(a[0])),
+        lambda x, a: x.reshape(tuple(a[0])),
     ),
     ViewOp(  # of a contiguous tensor, a view
         "x.reshape({0})",
         lambda s, c: c,
         _declared("reshape"),
-        lambda t, a: t.reshape(a[0]),
-        lambda x, a: x.reshape(a[0]),
+        lambda t, a: t.reshape(*spread(a[0])),
+        lambda x, a: x.reshape(tuple(a[0])),
     ),
     ViewOp(
         "x[{0}]",
@@ -379,8 +385,8 @@ class DrawnView:
         base = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
         return np.array(self.op.numpy(base, self.args), order="C")
 
-    def __repr__(self) -> str:
-        return self.op.template.format(*self.args)
+    def __repr__(self) -> str:  # (an argument left out is not printed: x.squeeze())
+        return self.op.template.format(*("" if a is LEFT_OUT else a for a in self.args))
 
 
 def views(

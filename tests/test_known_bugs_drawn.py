@@ -54,9 +54,9 @@ def test_a_gradient_that_a_node_copied_is_no_finding():
     assert found is None, found
 
 
-# the ci profile's seeds 1, 2 and 3 draw it on torch 2.13.0 (seed 0's draws
-# moved when issue 37's rows came in)
-SEED = "1"
+# the ci profile's seeds 2 and 3 draw it on torch 2.13.0 (seeds 0 and 1 no
+# longer do since issue 33's overloads and flags moved the draws)
+SEED = "2"
 
 
 @pytest.mark.slow

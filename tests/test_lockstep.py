@@ -430,3 +430,22 @@ def test_a_tensor_given_a_gradient_of_unknown_layout_by_set_data_is_not_held_to_
     assert run.steps_checked == len(program.steps)
     # the gradient came back transposed, and so did the tensor that took it
     assert not run.torch_pool[4].is_contiguous()
+
+
+def test_a_resize_that_leaves_the_version_is_resizes_rule_beside_an_unsafe_split():
+    # 2.0.1 leaves the version of a resized tensor as it was (fixed in 2.1, a
+    # known failure of resize.in_place); the tensor shares memory with a piece of
+    # unsafe_split_with_sizes, whose own rule must not claim the resize's version
+    from conformance.differential.attribution import attribute
+    from conformance.differential.run import Discrepancy
+
+    chain = [
+        _leaf(np.ones((2, 3, 2)), requires_grad=True),
+        Step("unsafe_split_with_sizes_k", (0,), ([1, 1], 0, 0)),
+        Step("detach", (1,)),
+        Step("resize_", (2,), ((2, 2, 3),)),
+    ]
+    run, found = execute(Program(chain, render=listing), exhaustive=True)
+    assert found is None, found
+    missed = Discrepancy(3, "version", (2,), 1, 0, "t2's version moved by 0, expected 1")
+    assert attribute(run, missed) == "resize.in_place"

@@ -16,17 +16,25 @@ import torch
 
 from conformance.differential import functions
 from oracle import OPS
-from strategies.argspace import LEFT_OUT, keywords
+from strategies.argspace import LEFT_OUT, keywords, spread
 
 
 def _names(prefix: str, count: int) -> list[str]:
     return [f"{prefix}{i}" for i in range(count)]
 
 
+def _args(op: str) -> tuple:
+    return OPS[op].args.args if OPS[op].args is not None else ()
+
+
 def _optional(op: str) -> list[tuple[str, str]]:
     """(keyword, placeholder) of each argument the call may leave out."""
-    args = OPS[op].args.args if OPS[op].args is not None else ()
-    return [(a.name, f"p{i}") for i, a in enumerate(args) if a.optional]
+    return [(a.name, f"p{i}") for i, a in enumerate(_args(op)) if a.optional]
+
+
+def _spreading(op: str) -> list[str]:
+    """The placeholder of each list argument the call may pass one by one."""
+    return [f"p{i}" for i, a in enumerate(_args(op)) if a.spreads]
 
 
 def _keyword(name: str, placeholder: str) -> re.Pattern:
@@ -43,10 +51,17 @@ def compiled(op: str) -> Callable:
         template = _keyword(name, placeholder).sub(
             rf"\1**_keywords({name}={{{placeholder}}})", template
         )
+    for placeholder in _spreading(op):  # a Spread's items, one by one
+        template = template.replace(f"{{{placeholder}}}", f"*_spread({{{placeholder}}})")
     body = template.format(**{n: n for n in tensors + params})
     source = f"def call({', '.join(tensors + params)}):\n    "
     source += body if spec.statement else f"return {body}"
-    namespace: dict = {"torch": torch, "_keywords": keywords, **functions.namespace()}
+    namespace: dict = {
+        "torch": torch,
+        "_keywords": keywords,
+        "_spread": spread,
+        **functions.namespace(),  # custom Functions
+    }
     exec(compile(source, f"<{op}>", "exec"), namespace)
     return namespace["call"]
 

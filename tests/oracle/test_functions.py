@@ -316,3 +316,22 @@ def test_an_undefined_gradient_still_runs_the_nodes_behind_it():
     _backward(eng, z)
     np.testing.assert_array_equal(w.grad, [1.0, 1.0])
     np.testing.assert_array_equal(x.grad, [1.0, 1.0])
+
+
+def test_a_moved_leaf_reached_with_no_gradient_may_raise():
+    # t1, a view of a plain t0, made to require grad under no_grad; t0.copy_(t1)
+    # moves t1 into the graph interior; a custom Function's backward gives t0
+    # None: t1's AccumulateGrad runs with no gradient. 2.0.1 and 2.4.1 pass it
+    # by, 2.13.0 and 2.14.1 raise LEAF_MOVED: either holds (measured)
+    eng = Engine()
+    t0 = _leaf(eng, [0.0, 0.0], False)
+    t1 = eng.call("narrow", [t0], (0, 0, 2))
+    with eng.no_grad():
+        eng.call("requires_grad_", [t1], (True,))
+    eng.call("copy_", [t0, t1])
+    x = _leaf(eng, [1.0, 1.0])
+    z = eng.call("fn_none_grad", [eng.call("mul_s", [x], (2.0,)), t0], (1,))
+    _backward(eng, z)
+    assert eng.may_refuse is E.LEAF_MOVED and eng.undefined is None
+    np.testing.assert_array_equal(x.grad, [2.0, 2.0])
+    assert t1.grad is None

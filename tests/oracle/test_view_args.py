@@ -16,6 +16,7 @@ from hypothesis.errors import InvalidArgument
 
 from oracle import OPS, view_rows
 from oracle.geometry import contiguous_strides
+from oracle.ops import meant
 from oracle.view_ops import chunk_sizes, section_sizes, split_sizes
 from strategies.argspace import ArgSpace, Operand, RandomPick, arguments
 from strategies.view_args import SPACES, SURFACE
@@ -49,7 +50,7 @@ def test_drawn_arguments_are_calls_the_model_accepts(name):
         if args is None:
             continue
         drawn += 1
-        spec.geom(shape, contiguous_strides(shape), 0, *args)  # raises if refused
+        spec.geom(shape, contiguous_strides(shape), 0, *meant(spec, args))  # raises if refused
         classes = space.classes_of(operand, args)
         for arg in space.args:
             assert any(c.startswith(f"{arg.name}: ") for c in classes), (name, args)
@@ -135,6 +136,7 @@ def test_the_property_tests_view_table_agrees_with_the_oracle_row(view, data):
     shape = data.draw(st.sampled_from([s for s in SHAPES if view.applies(s, True)]))
     args = data.draw(view.args(shape))
     got = np.asarray(view.numpy(np.arange(_numel(shape)).reshape(shape), args))
-    geom = OPS[view.args.op].geom(shape, contiguous_strides(shape), 0, *args)
+    spec = OPS[view.args.op]
+    geom = spec.geom(shape, contiguous_strides(shape), 0, *meant(spec, args))
     assert got.shape == geom[0], (view.template, shape, args)
     assert (got == _positions(*geom[:3])).all(), (view.template, shape, args)

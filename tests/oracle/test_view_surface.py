@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from oracle import Engine, ErrorKind
+from strategies.argspace import LEFT_OUT, Spread
 
 from .helpers import numeric_grads, raises, run
 
@@ -59,6 +60,26 @@ BY_HAND = [
     ("tensor_split_k", (5, 0, 4), A, np.zeros((0, 4)), (4, 1)),
     ("hsplit_k", (2, 1), A, [[2, 3], [6, 7], [10, 11]], (4, 1)),
     ("vsplit_k", (3, 0), A, [[0, 1, 2, 3]], (4, 1)),
+    # the list overloads: split(sizes) is split_with_sizes; tensor_split(indices)
+    # cuts between the indices, one past the end giving an empty piece
+    ("split_k", ([1, 3], 1, 1), A, [[1, 2, 3], [5, 6, 7], [9, 10, 11]], (4, 1)),
+    ("tensor_split_k", ([1, 3], 1, 1), A, [[1, 2], [5, 6], [9, 10]], (4, 1)),
+    ("tensor_split_k", ([1, 3], 1, -1), A, [[3], [7], [11]], (4, 1)),
+    ("tensor_split_k", ([2, 5], 1, 2), A, np.zeros((3, 0)), (4, 1)),
+    ("tensor_split_k", ([], 0, 0), A, A, (4, 1)),
+    # squeeze(dims) and squeeze(): the named dims of size 1, or every one
+    ("squeeze", ((0, -1),), A.reshape(1, 3, 4, 1), A, (4, 1)),
+    ("squeeze", ((1, 0),), A.reshape(1, 3, 4), A, (4, 1)),  # dim 1 has size 3: it stays
+    ("squeeze", (LEFT_OUT,), A.reshape(1, 3, 1, 4), A, (4, 1)),
+    # a 0-d tensor takes dims 0 and -1
+    ("movedim", (0, -1), np.array(5.0), 5.0, ()),
+    ("transpose", (-1, 0), np.array(5.0), 5.0, ()),
+    ("squeeze", (-1,), np.array(5.0), 5.0, ()),
+    # a shape or an order of dims as a list, or one by one
+    ("permute", ([1, 0],), A, A.T, (1, 4)),
+    ("permute", (Spread((1, 0)),), A, A.T, (1, 4)),
+    ("view", (Spread((4, 3)),), A, A.reshape(4, 3), (3, 1)),
+    ("view", ([2, -1],), A, A.reshape(2, 6), (6, 1)),
 ]
 
 
