@@ -132,7 +132,9 @@ def test_a_hang_is_reported_hung_and_the_run_goes_on(plant, workers, tmp_path):
 @pytest.mark.parametrize(
     "plant, selection",
     [
-        ("oracle_right_shift", ("-k", "differential and cpu-0")),
+        # (shard 1: ci seed 0's shard 0 now meets a known crash first, reported
+        # as crashed under --no-known-failures)
+        ("oracle_right_shift", ("-k", "differential and cpu-1")),
         ("strategy_raises@rank3", ("-k", "test_detach_shares_storage")),
         # raised in the test's body, between its torch calls: no rule broken
         ("check_raises@rank3", ("-k", "test_detach_shares_storage")),
