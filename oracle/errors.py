@@ -110,6 +110,11 @@ class OracleError(Exception):
         self.kind = kind
 
 
+def messages(kind: ErrorKind) -> tuple[str, ...]:
+    """The substrings that tell a torch error of `kind` (its value first)."""
+    return (kind.value, *_ALSO.get(kind, ()))
+
+
 def classify(message: str) -> ErrorKind | None:
     """The ErrorKind of a torch error message, or None if it is none of them."""
     for substring, k in _patterns():
