@@ -144,3 +144,41 @@ def test_a_child_dies_with_its_parent_even_when_its_pipe_stays_open(tmp_path):
         assert _wait_for(lambda: not _alive(child), 10), "the child outlived its killed parent"
     finally:
         _end([child, holder])
+
+
+def waits_as_a_program_child() -> None:
+    """A differential child's start (isolation._run_program's), then a long wait."""
+    from conformance.differential import isolation
+
+    isolation._die_with_the_server()
+    time.sleep(120)
+
+
+def test_a_killed_worker_takes_its_fork_server_and_program_child_with_it(tmp_path):
+    """A flagged differential program runs in a child of multiprocessing's
+    fork server (conformance/differential/isolation.py): a worker killed
+    outright leaves neither behind."""
+    script = tmp_path / "worker.py"
+    script.write_text(
+        "import os, sys, time\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from multiprocessing import forkserver\n"
+        "from conformance.differential import isolation\n"
+        "from tests import test_children\n"
+        "if __name__ == '__main__':\n"
+        "    child = isolation._context().Process(target=test_children.waits_as_a_program_child)\n"
+        "    child.start()\n"
+        "    print(child.pid, forkserver._forkserver._forkserver_pid, flush=True)\n"
+        "    time.sleep(120)\n"
+    )
+    worker = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    child, server = (int(n) for n in worker.stdout.readline().split())
+    try:
+        assert _wait_for(lambda: _stat(child) is not None and _stat(child)[1] == server, 10)
+        time.sleep(1)  # the child has set its death signal
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+        assert _wait_for(lambda: not _alive(server), 15), "the fork server outlived its worker"
+        assert _wait_for(lambda: not _alive(child), 15), "the program child outlived its worker"
+    finally:
+        _end([child, server])

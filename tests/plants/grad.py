@@ -160,6 +160,23 @@ def _(torch):
 
 
 @plant(
+    "autograd_grad_unused_silent",
+    "grad.autograd_grad_returns",
+    "torch.autograd.grad of an input the outputs do not use returns None where"
+    " allow_unused is False or left out, instead of raising",
+)
+def _(torch):
+    def grad(orig, *a, **k):
+        if len(a) > 6:  # allow_unused passed by position
+            a = (*a[:6], True, *a[7:])
+        else:
+            k["allow_unused"] = True
+        return orig(*a, **k)
+
+    wrap(torch.autograd, "grad", grad)
+
+
+@plant(
     "grad_assign_unchecked",
     "grad.assign_checks",
     "x.grad = g of another shape or dtype is silently ignored instead of refused",
