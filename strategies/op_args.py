@@ -2,7 +2,7 @@
 each argument's classes, the regions the documentation leaves undefined with
 its sentence, and the procedure that draws them, over a Pick
 (strategies.argspace). The oracle's rows (oracle/ops.py) hold these spaces;
-the differential draws from them (conformance/differential/view_params.py).
+the differential draws from them (conformance/differential/row_params.py).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from conformance.differential.choices import BOOLS, SEEDS, ints, one_of, scalars
 from conformance.differential.index_params import INDEX_WRITES, index_params, source_shape
 from conformance.differential.lockstep import retired_by
 from conformance.differential.modes import oracle_mode
-from conformance.differential.view_params import row_params
+from conformance.differential.row_params import row_params
 from oracle import OPS, Engine, OracleError, OTensor
 from oracle.hook_rows import GRADAPI_OPS
 from strategies.dtypes import DTYPES, seeded_values

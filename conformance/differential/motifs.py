@@ -24,7 +24,7 @@ from conformance.differential.growth import (
 from conformance.differential.inplace_view_motifs import INPLACE_VIEW_MOTIFS
 from conformance.differential.lazy_motifs import LAZY_MOTIFS
 from conformance.differential.mode_motifs import MODE_MOTIFS
-from conformance.differential.view_params import CHOSEN, row_params
+from conformance.differential.row_params import CHOSEN, row_params
 from conformance.differential.write_motifs import WRITE_MOTIFS
 from oracle import OPS
 from strategies.programs import Step, expand_shape
