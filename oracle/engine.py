@@ -638,13 +638,10 @@ class Engine(FunctionOps, ComplexViews, ReinterpretingViews, DtypeViews):
         grad = graph.validate(round_to(grad, t.dtype), graph.target_meta(root))
         self._noted(run_backward(root, grad, bool(p[0]), list(self._retainers)))
 
-    def _noted(self, notes: list[str]) -> None:
-        """A backward's notes: what it leaves undefined, and an error torch may raise."""
-        for note in notes:
-            if isinstance(note, graph.MayRaise):
-                self.may_refuse = self.may_refuse or note.kind
-        undefined = "; ".join(n for n in notes if not isinstance(n, graph.MayRaise))
-        self.undefined = self.undefined or undefined or None
+    def _noted(self, notes: graph.BackwardNotes) -> None:
+        """What a backward left to torch: results it leaves undefined, an error it may raise."""
+        self.may_refuse = self.may_refuse or notes.may_raise
+        self.undefined = self.undefined or "; ".join(notes.undefined) or None
 
     def _op_autograd_grad(self, spec: OpSpec, ts: list, p: tuple) -> OTensor | None:
         """torch.autograd.grad(out, inp, g, retain_graph, allow_unused)[0]: the gradient

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -36,16 +37,14 @@ class _Unpredictable(Exception):
     pass
 
 
-class MayRaise(str):
-    """A note that torch may raise `kind` here, or go on (releases differ): either
-    outcome holds (Engine.may_refuse)."""
+@dataclass
+class BackwardNotes:
+    """What a backward leaves to torch: results it leaves unpredictable (see
+    Engine.undefined), and an error torch may raise or not, releases differing,
+    where either outcome holds (Engine.may_refuse)."""
 
-    kind: ErrorKind
-
-    def __new__(cls, kind: ErrorKind) -> MayRaise:
-        note = super().__new__(cls, f"torch may raise {kind.name} here")
-        note.kind = kind
-        return note
+    undefined: list[str] = field(default_factory=list)
+    may_raise: ErrorKind | None = None
 
 
 def _accumulate(leaf: OTensor, g: np.ndarray, is_root: bool, dtype: str) -> None:
@@ -87,7 +86,7 @@ def _copied_into_layout(g: np.ndarray, leaf: OTensor, is_root: bool) -> bool:
 
 
 def _undefined(
-    node: Node | Accumulator, keep_graph: bool, capture: list | None, notes: list[str]
+    node: Node | Accumulator, keep_graph: bool, capture: list | None, notes: BackwardNotes
 ) -> np.ndarray | None:
     """A node whose every incoming gradient was undefined (measured on 2.0.1, 2.13.0,
     2.14.1): the engine still runs it. AccumulateGrad accumulates nothing and
@@ -102,12 +101,12 @@ def _undefined(
     owner = getattr(node, "leaf", node)
     hooked = ("tensor_hooks", "node_prehooks", "node_posthooks", "post_hooks")
     if any(getattr(owner, a, ()) or getattr(node, a, ()) for a in hooked):
-        notes.append("a hook called with an undefined gradient (None): not modelled")
+        notes.undefined.append("a hook called with an undefined gradient (None): not modelled")
     if isinstance(node, Accumulator):
         if node.leaf.grad_fn() is not None:
             # a leaf moved into the graph interior: 2.0.1 and 2.4.1 pass the undefined
             # gradient by, 2.13.0 and 2.14.1 raise as for a defined one (measured)
-            notes.append(MayRaise(ErrorKind.LEAF_MOVED))
+            notes.may_raise = notes.may_raise or ErrorKind.LEAF_MOVED
         return None
     zeros = np.zeros(node.out[0], compute_dtype(node.out[1])) if node.out else None
     if node.name.startswith("fn_"):  # the custom Functions' rows (oracle/ops.py)
@@ -143,15 +142,15 @@ def run_backward(
     keep_graph: bool,
     retainers: list[OTensor],
     capture: list | None = None,
-) -> list[str]:
+) -> BackwardNotes:
     """The engine: run every node reachable from root once all its inputs have arrived,
-    highest sequence number first (AccumulateGrad before all). Returns notes on results
-    torch leaves unpredictable (see Engine.undefined).
+    highest sequence number first (AccumulateGrad before all). Returns what it leaves
+    to torch (BackwardNotes).
 
     capture=[target] is torch.autograd.grad: only the nodes that lead to target run, the
     gradient arriving at target is appended to capture, and nothing accumulates."""
     needed = None if capture is None else _leads_to(root, capture[0])
-    notes, deps, stack, seen = [], {}, [root], {id(root)}
+    notes, deps, stack, seen = BackwardNotes(), {}, [root], {id(root)}
     while stack:
         for e in getattr(stack.pop(), "edges", ()):
             if e is not None and (needed is None or id(e) in needed):
@@ -202,11 +201,15 @@ def run_backward(
             if not node.leaf.requires_grad and getattr(node.leaf, "post_hooks", ()):
                 # the hook runs "after the gradients have been accumulated": here none
                 # are, and releases differ (2.4.1 skips the hook, 2.13.0 runs it)
-                notes.append("a post-accumulate-grad hook of a leaf that no longer requires grad")
+                notes.undefined.append(
+                    "a post-accumulate-grad hook of a leaf that no longer requires grad"
+                )
             try:
                 _accumulate(node.leaf, g, g_is_root, node.out[1])
             except _Unpredictable:  # (usually stolen as it is)
-                notes.append("AccumulateGrad of a leaf whose `.data =` dropped dimensions")
+                notes.undefined.append(
+                    "AccumulateGrad of a leaf whose `.data =` dropped dimensions"
+                )
                 node.leaf.add_grad(g, node.out[1])
             gradapi.post_accumulate_hooks(node.leaf)
             continue
