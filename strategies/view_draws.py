@@ -32,16 +32,24 @@ def _output(pick: Pick, count: int) -> int:
 
 def pieces(n: int, how: str, arg: int | list[int]) -> list[int]:
     """The sizes of the pieces x.split(arg) / chunk(arg) / tensor_split(arg)
-    cuts a dim of size n > 0 into (tensor_split: n >= 0); as oracle.view_ops.
-    A list is split's sizes, or tensor_split's indices (non-decreasing)."""
+    cuts a dim of size n > 0 into (tensor_split: n >= 0); as oracle.view_ops
+    (which this layer may not import: tests/test_import_graph.py), and held to
+    it by tests/oracle/test_view_args.py. A list is split's sizes, or
+    tensor_split's indices (cuts)."""
     if how == "split":
         return list(arg) if isinstance(arg, list) else [min(arg, n - i) for i in range(0, n, arg)]
     if how == "chunk":
         return pieces(n, "split", -(-n // arg))
-    if isinstance(arg, list):  # tensor_split(indices): x[..., i:j] between each two
-        bounds = [0, *(min(i, n) for i in arg), n]
+    if isinstance(arg, list):  # tensor_split(indices): x[:i0], x[i0:i1], ..., x[ik:]
+        bounds = [0, *cuts(n, arg), n]
         return [max(b - a, 0) for a, b in zip(bounds, bounds[1:], strict=False)]
     return [n // arg + (i < n % arg) for i in range(arg)]  # tensor_split
+
+
+def cuts(n: int, indices: list[int]) -> list[int]:
+    """Where tensor_split's indices cut a dim of size n, as slices' bounds do:
+    one below 0 counted from the end, each clamped to 0..n."""
+    return [min(max(i + n if i < 0 else i, 0), n) for i in indices]
 
 
 def _divisors(n: int) -> tuple[int, ...]:
