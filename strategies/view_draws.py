@@ -168,7 +168,13 @@ def permute(pick: Pick, x: Operand) -> tuple:
 
 
 def expand(pick: Pick, x: Operand) -> tuple:
-    return (expand_shape(pick, x.shape),)
+    """A shape x expands to (expand_shape), one time in four with one of x's
+    own dims kept as -1, spelled as a tuple, a list or one by one."""
+    shape = expand_shape(pick, x.shape)
+    if x.shape and pick.ints(0, 3) == 0:
+        at = len(shape) - len(x.shape) + pick.ints(0, len(x.shape) - 1)
+        shape = shape[:at] + (-1,) + shape[at + 1 :]
+    return (spellings(pick, shape),)
 
 
 # ---- the rest of tensor_view.rst --------------------------------------------------
@@ -284,12 +290,20 @@ def chunk(pick: Pick, x: Operand) -> tuple | None:
 
 def tensor_split(pick: Pick, x: Operand) -> tuple | None:
     """tensor_split(sections, dim), or one in three tensor_split(indices, dim):
-    0 to 3 non-decreasing indices, up to one past the dim's end."""
+    0 to 3 indices from one before the dim's start to one past its end, each
+    one in four counted from the end, in the order drawn one time in two
+    (they may decrease) and sorted the other."""
     d = _dim(pick, x.shape)
     if d is None:
         return None
     if pick.ints(0, 2) == 0:
-        indices = sorted(pick.ints(0, x.shape[d] + 1) for _ in range(pick.ints(0, 3)))
+        n = x.shape[d]
+        indices = [
+            pick.ints(-n - 1, -1) if pick.ints(0, 3) == 0 else pick.ints(0, n + 1)
+            for _ in range(pick.ints(0, 3))
+        ]
+        if pick.chance(0.5):
+            indices.sort()
         return (indices, d, _output(pick, len(indices) + 1))
     sections = pick.ints(1, 4)
     return (sections, d, _output(pick, sections))
