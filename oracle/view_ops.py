@@ -12,6 +12,7 @@ cannot disagree about which element went where.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -148,11 +149,17 @@ def T(shape: Shape, strides: Shape, offset: int) -> Geom:  # noqa: N802 - torch'
 
 
 # ---- one output of a multi-output op -----------------------------------------------
-def _bounds(sizes: list[int], k: int) -> tuple[int, int]:
-    if not -len(sizes) <= k < len(sizes):
+def _nth(bounds: list[tuple[int, int]], k: int) -> tuple[int, int]:
+    """Where output k (counted from the end if negative) starts and stops."""
+    if not -len(bounds) <= k < len(bounds):
         raise OracleError(INDEX, "tuple index out of range")
-    k %= len(sizes)
-    return sum(sizes[:k]), sum(sizes[: k + 1])
+    return bounds[k]
+
+
+def _end_to_end(sizes: list[int]) -> list[tuple[int, int]]:
+    """(start, stop) of pieces of these sizes laid one after another from 0."""
+    ends = list(itertools.accumulate(sizes, initial=0))
+    return list(zip(ends, ends[1:], strict=False))
 
 
 def split_sizes(n: int, size: int | list[int]) -> list[int]:
@@ -174,29 +181,46 @@ def chunk_sizes(n: int, chunks: int) -> list[int]:
 
 
 def section_sizes(n: int, sections: int | list[int]) -> list[int]:
-    """tensor_split(sections): the first n % sections pieces are one longer.
-    tensor_split(indices): the pieces between each two (non-decreasing, from 0
-    to one past the end: one beyond the end gives an empty piece)."""
+    """The size of each piece of tensor_split (section_bounds)."""
+    return [stop - start for start, stop in section_bounds(n, sections)]
+
+
+def section_bounds(n: int, sections: int | list[int]) -> list[tuple[int, int]]:
+    """Where each piece of tensor_split starts and stops along a dim of size n.
+
+    tensor_split(sections): pieces end to end, the first n % sections one longer.
+    tensor_split(indices): the slices x[:i0], x[i0:i1], ..., x[ik:] ("input[:2],
+    input[2:3], and input[3:]"), each with Python's slice semantics: an index
+    below 0 counts from the end, every index is clamped to 0..n, and a slice
+    that stops before it starts is empty, at its (clamped) start. Indices that
+    decrease make pieces overlap: [4, 2] of 6 is x[:4], x[4:2] (empty, at 4), x[2:].
+    """
     if isinstance(sections, list):
-        if any(i < 0 for i in sections) or sections != sorted(sections):
-            raise NotImplementedError("tensor_split indices that are negative or decrease")
-        bounds = [0, *(min(i, n) for i in sections), n]
-        return [max(b - a, 0) for a, b in zip(bounds, bounds[1:], strict=False)]
+        starts, stops = [None, *sections], [*sections, None]
+        return [_slice(n, a, b) for a, b in zip(starts, stops, strict=True)]
     if sections <= 0:
         raise OracleError(SHAPE, "number of sections must be larger than 0")
-    return [n // sections + (i < n % sections) for i in range(sections)]
+    return _end_to_end([n // sections + (i < n % sections) for i in range(sections)])
 
 
-def _output(shape: Shape, strides: Shape, offset: int, dim: int, sizes: list, k: int) -> Geom:
+def _slice(n: int, start: int | None, stop: int | None) -> tuple[int, int]:
+    """x[start:stop] along a dim of size n, as (start, stop) with stop >= start."""
+    start, stop, _ = slice(start, stop).indices(n)
+    return start, max(stop, start)
+
+
+def _output(
+    shape: Shape, strides: Shape, offset: int, dim: int, bounds: list[tuple[int, int]], k: int
+) -> Geom:
     if not shape:
         raise OracleError(INDEX, "cannot be applied to a 0-dim tensor")
-    start, stop = _bounds(sizes, k)
+    start, stop = _nth(bounds, k)
     return _window(shape, strides, offset, dim, start, stop)
 
 
 def split_k(shape: Shape, strides: Shape, offset: int, size: int, dim: int, k: int) -> Geom:
     n = shape[wrap_dim(dim, len(shape))] if shape else 0
-    return _output(shape, strides, offset, dim, split_sizes(n, size), k)
+    return _output(shape, strides, offset, dim, _end_to_end(split_sizes(n, size)), k)
 
 
 def split_with_sizes_k(
@@ -205,19 +229,19 @@ def split_with_sizes_k(
     n = shape[wrap_dim(dim, len(shape))] if shape else 0
     if sum(sizes) != n or any(s < 0 for s in sizes):
         raise OracleError(SHAPE, "split_with_sizes expects split_sizes to sum exactly to")
-    return _output(shape, strides, offset, dim, list(sizes), k)
+    return _output(shape, strides, offset, dim, _end_to_end(list(sizes)), k)
 
 
 def chunk_k(shape: Shape, strides: Shape, offset: int, chunks: int, dim: int, k: int) -> Geom:
     n = shape[wrap_dim(dim, len(shape))] if shape else 0
-    return _output(shape, strides, offset, dim, chunk_sizes(n, chunks), k)
+    return _output(shape, strides, offset, dim, _end_to_end(chunk_sizes(n, chunks)), k)
 
 
 def tensor_split_k(
-    shape: Shape, strides: Shape, offset: int, sections: int, dim: int, k: int
+    shape: Shape, strides: Shape, offset: int, sections: int | list[int], dim: int, k: int
 ) -> Geom:
     n = shape[wrap_dim(dim, len(shape))] if shape else 0
-    return _output(shape, strides, offset, dim, section_sizes(n, sections), k)
+    return _output(shape, strides, offset, dim, section_bounds(n, sections), k)
 
 
 # each splitting geometry's piece sizes, from the split dim's size and its arguments
@@ -241,7 +265,7 @@ def piece_number(geom: object, shape: Shape, p: tuple) -> int:
 def _even(n: int, sections: int, name: str) -> list[int]:
     if sections <= 0 or n % sections:
         raise OracleError(SHAPE, f"{name} attempted to split along dimension")
-    return section_sizes(n, sections)
+    return _end_to_end(section_sizes(n, sections))
 
 
 def hsplit_k(shape: Shape, strides: Shape, offset: int, sections: int, k: int) -> Geom:
@@ -261,7 +285,7 @@ def unbind_k(shape: Shape, strides: Shape, offset: int, dim: int, k: int) -> Geo
     if not shape:
         raise OracleError(INDEX, "Dimension specified as 0 but tensor has no dimensions")
     d = wrap_dim(dim, len(shape))
-    start, _ = _bounds([1] * shape[d], k)
+    start, _ = _nth(_end_to_end([1] * shape[d]), k)
     key = (slice(None),) * d + (start,)
     return (
         shape[:d] + shape[d + 1 :],

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from . import view_draws as draws
 from .argspace import LEFT_OUT, Arg, ArgSpace, Class, Operand, Undefined, spelling_classes
-from .view_draws import pieces
+from .view_draws import cuts, pieces
 
 Shape = tuple[int, ...]
 
@@ -108,6 +108,21 @@ def _squeezed(v: object, x: Operand) -> int | None:
     return x.shape[v] if isinstance(v, int) and x.shape else None
 
 
+def _decrease(v: object, n: int) -> bool:
+    """Whether tensor_split's indices v cut a dim of size n at a place before
+    an earlier cut (a piece then stops before it starts, and pieces overlap)."""
+    if not isinstance(v, list):
+        return False
+    at = cuts(n, v)
+    return any(b < a for a, b in zip(at, at[1:], strict=False))
+
+
+def _expanded(v: tuple, x: Operand) -> Shape:
+    """expand's sizes with each -1 given the size of the operand's dim it keeps."""
+    lead = len(v) - len(x.shape)
+    return tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(v))
+
+
 def _diagonal_size(x: Operand, p: tuple) -> int:
     off, d1, d2 = p
     a, b = x.shape[d1], x.shape[d2]
@@ -162,13 +177,18 @@ _SPACES: dict[str, ArgSpace] = {
         ),
         draws.permute,
     ),
+    # the sizes as a tuple, a list or one int after another; -1 keeps a dim's size
     "expand": ArgSpace(
         (
-            _arg(
+            _spelled(
                 "shape",
                 Class("a new leading dim", lambda v, x, p: len(v) > len(x.shape)),
-                Class("grows a size-1 dim", lambda v, x, p: v[len(v) - len(x.shape) :] != x.shape),
-                Class("the same shape", lambda v, x, p: v == x.shape),
+                Class(
+                    "grows a size-1 dim",
+                    lambda v, x, p: _expanded(v, x)[len(v) - len(x.shape) :] != x.shape,
+                ),
+                Class("the same shape", lambda v, x, p: _expanded(v, x) == x.shape),
+                Class("a dim kept (-1)", lambda v, x, p: -1 in v),
             ),
         ),
         draws.expand,
@@ -351,6 +371,18 @@ _SPACES: dict[str, ArgSpace] = {
                     "empty pieces", lambda v, x, p: 0 in pieces(_size(x, p, 1), "tensor_split", v)
                 ),
                 Class("a list of indices", lambda v, x, p: isinstance(v, list)),
+                # the slices x[:i0], x[i0:i1], ..., x[ik:]: an index below 0
+                # counts from the end, one beyond either end is clamped to it,
+                # and a slice that stops before it starts is empty
+                Class(
+                    "a negative index",
+                    lambda v, x, p: isinstance(v, list) and min(v, default=0) < 0,
+                ),
+                Class(
+                    "an index before the start",
+                    lambda v, x, p: isinstance(v, list) and any(i < -_size(x, p, 1) for i in v),
+                ),
+                Class("indices that decrease", lambda v, x, p: _decrease(v, _size(x, p, 1))),
             ),
             _DIM,
             _K,

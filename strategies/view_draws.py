@@ -32,16 +32,24 @@ def _output(pick: Pick, count: int) -> int:
 
 def pieces(n: int, how: str, arg: int | list[int]) -> list[int]:
     """The sizes of the pieces x.split(arg) / chunk(arg) / tensor_split(arg)
-    cuts a dim of size n > 0 into (tensor_split: n >= 0); as oracle.view_ops.
-    A list is split's sizes, or tensor_split's indices (non-decreasing)."""
+    cuts a dim of size n > 0 into (tensor_split: n >= 0); as oracle.view_ops
+    (which this layer may not import: tests/test_import_graph.py), and held to
+    it by tests/oracle/test_view_args.py. A list is split's sizes, or
+    tensor_split's indices (cuts)."""
     if how == "split":
         return list(arg) if isinstance(arg, list) else [min(arg, n - i) for i in range(0, n, arg)]
     if how == "chunk":
         return pieces(n, "split", -(-n // arg))
-    if isinstance(arg, list):  # tensor_split(indices): x[..., i:j] between each two
-        bounds = [0, *(min(i, n) for i in arg), n]
+    if isinstance(arg, list):  # tensor_split(indices): x[:i0], x[i0:i1], ..., x[ik:]
+        bounds = [0, *cuts(n, arg), n]
         return [max(b - a, 0) for a, b in zip(bounds, bounds[1:], strict=False)]
     return [n // arg + (i < n % arg) for i in range(arg)]  # tensor_split
+
+
+def cuts(n: int, indices: list[int]) -> list[int]:
+    """Where tensor_split's indices cut a dim of size n, as slices' bounds do:
+    one below 0 counted from the end, each clamped to 0..n."""
+    return [min(max(i + n if i < 0 else i, 0), n) for i in indices]
 
 
 def _divisors(n: int) -> tuple[int, ...]:
@@ -160,7 +168,13 @@ def permute(pick: Pick, x: Operand) -> tuple:
 
 
 def expand(pick: Pick, x: Operand) -> tuple:
-    return (expand_shape(pick, x.shape),)
+    """A shape x expands to (expand_shape), one time in four with one of x's
+    own dims kept as -1, spelled as a tuple, a list or one by one."""
+    shape = expand_shape(pick, x.shape)
+    if x.shape and pick.ints(0, 3) == 0:
+        at = len(shape) - len(x.shape) + pick.ints(0, len(x.shape) - 1)
+        shape = shape[:at] + (-1,) + shape[at + 1 :]
+    return (spellings(pick, shape),)
 
 
 # ---- the rest of tensor_view.rst --------------------------------------------------
@@ -276,12 +290,20 @@ def chunk(pick: Pick, x: Operand) -> tuple | None:
 
 def tensor_split(pick: Pick, x: Operand) -> tuple | None:
     """tensor_split(sections, dim), or one in three tensor_split(indices, dim):
-    0 to 3 non-decreasing indices, up to one past the dim's end."""
+    0 to 3 indices from one before the dim's start to one past its end, each
+    one in four counted from the end, in the order drawn one time in two
+    (they may decrease) and sorted the other."""
     d = _dim(pick, x.shape)
     if d is None:
         return None
     if pick.ints(0, 2) == 0:
-        indices = sorted(pick.ints(0, x.shape[d] + 1) for _ in range(pick.ints(0, 3)))
+        n = x.shape[d]
+        indices = [
+            pick.ints(-n - 1, -1) if pick.ints(0, 3) == 0 else pick.ints(0, n + 1)
+            for _ in range(pick.ints(0, 3))
+        ]
+        if pick.chance(0.5):
+            indices.sort()
         return (indices, d, _output(pick, len(indices) + 1))
     sections = pick.ints(1, 4)
     return (sections, d, _output(pick, sections))

@@ -125,6 +125,25 @@ def _split_piece(how: str) -> Callable:
     return lambda x, a: _piece(x, a[1], pieces(x.shape[a[1]], how, a[0]), a[2])
 
 
+def _tensor_split_piece(x: np.ndarray, a: tuple) -> np.ndarray:
+    """x.tensor_split(arg, dim)[k] in NumPy: for a list of indices, the slice
+    x[i(k-1):i(k)] along dim, as the documentation spells it (NumPy's slices
+    count a negative index from the end, clamp, and stop no earlier than
+    they start)."""
+    arg, d, k = a
+    if not isinstance(arg, list):
+        return _split_piece("tensor_split")(x, a)
+    bounds = [None, *arg, None]
+    k %= len(bounds) - 1
+    return x[_along(d, x.ndim, slice(bounds[k], bounds[k + 1]))]
+
+
+def _kept(sizes: tuple, shape: Shape) -> Shape:
+    """expand's sizes with each -1 the size of the dim of `shape` it keeps."""
+    lead = len(sizes) - len(shape)
+    return tuple(shape[i - lead] if n == -1 else n for i, n in enumerate(sizes))
+
+
 SURFACE_VIEW_OPS: tuple[ViewOp, ...] = (
     ViewOp(
         "x.movedim({0}, {1})",
@@ -236,7 +255,7 @@ SURFACE_VIEW_OPS: tuple[ViewOp, ...] = (
         _has_sized,
         _declared("tensor_split_k"),
         lambda t, a: t.tensor_split(a[0], a[1])[a[2]],
-        _split_piece("tensor_split"),
+        _tensor_split_piece,
     ),
     ViewOp(
         "x.hsplit({0})[{1}]",
@@ -351,8 +370,8 @@ VIEW_OPS: tuple[ViewOp, ...] = (
         "x.expand({0})",
         _any,
         _declared("expand"),
-        lambda t, a: t.expand(a[0]),
-        lambda x, a: np.broadcast_to(x, a[0]),
+        lambda t, a: t.expand(*spread(a[0])),
+        lambda x, a: np.broadcast_to(x, _kept(tuple(a[0]), x.shape)),
         overlapping=True,
     ),
     ViewOp("x[None]", _any, lambda s: st.just(()), lambda t, a: t[None], lambda x, a: x[None]),

@@ -88,6 +88,10 @@ def test_pieces_are_the_oracles():
         assert pieces(n, "chunk", arg) == chunk_sizes(n, arg)
     for n, arg in itertools.product(range(7), range(1, 8)):
         assert pieces(n, "tensor_split", arg) == section_sizes(n, arg)
+    # tensor_split's indices: negative, beyond either end, decreasing
+    for n, k in itertools.product(range(5), range(4)):
+        for indices in itertools.product(range(-n - 2, n + 3), repeat=k):
+            assert pieces(n, "tensor_split", list(indices)) == section_sizes(n, list(indices))
 
 
 def test_deprecated_regions_are_never_drawn():

@@ -67,6 +67,23 @@ BY_HAND = [
     ("tensor_split_k", ([1, 3], 1, -1), A, [[3], [7], [11]], (4, 1)),
     ("tensor_split_k", ([2, 5], 1, 2), A, np.zeros((3, 0)), (4, 1)),
     ("tensor_split_k", ([], 0, 0), A, A, (4, 1)),
+    # tensor_split(indices) is x[:i0], x[i0:i1], ..., x[ik:], each a Python slice:
+    # a negative index counts from the end ([-1] of 4 cuts at 3) ...
+    ("tensor_split_k", ([-1], 1, 0), A, A[:, :3], (4, 1)),
+    ("tensor_split_k", ([-1], 1, 1), A, [[3], [7], [11]], (4, 1)),
+    ("tensor_split_k", ([1, -2], 1, 1), A, [[1], [5], [9]], (4, 1)),  # x[:, 1:2]
+    # ... one beyond either end is clamped to it ([-10, 3] of 4: x[:0], x[0:3], x[3:]) ...
+    ("tensor_split_k", ([-10, 3], 1, 0), A, np.zeros((3, 0)), (4, 1)),
+    ("tensor_split_k", ([-10, 3], 1, 1), A, A[:, :3], (4, 1)),
+    ("tensor_split_k", ([7], 0, 0), A, A, (4, 1)),
+    # ... and indices that decrease give a slice that stops before it starts
+    # (empty, at its start) and pieces that overlap: [3, 1] of 4 rows is
+    # x[:3], x[3:1], x[1:], the last two sharing rows 1 and 2
+    ("tensor_split_k", ([3, 1], 1, 0), A, A[:, :3], (4, 1)),
+    ("tensor_split_k", ([3, 1], 1, 1), A, np.zeros((3, 0)), (4, 1)),
+    ("tensor_split_k", ([3, 1], 1, 2), A, [[1, 2, 3], [5, 6, 7], [9, 10, 11]], (4, 1)),
+    ("tensor_split_k", ([-1, -3], 1, -1), A, [[1, 2, 3], [5, 6, 7], [9, 10, 11]], (4, 1)),
+    ("tensor_split_k", ([2, 0], 0, 2), A, A, (4, 1)),  # x[0:], the whole of x again
     # squeeze(dims) and squeeze(): the named dims of size 1, or every one
     ("squeeze", ((0, -1),), A.reshape(1, 3, 4, 1), A, (4, 1)),
     ("squeeze", ((1, 0),), A.reshape(1, 3, 4), A, (4, 1)),  # dim 1 has size 3: it stays
@@ -80,6 +97,11 @@ BY_HAND = [
     ("permute", (Spread((1, 0)),), A, A.T, (1, 4)),
     ("view", (Spread((4, 3)),), A, A.reshape(4, 3), (3, 1)),
     ("view", ([2, -1],), A, A.reshape(2, 6), (6, 1)),
+    # expand's sizes as a list or one by one, -1 keeping a dim's size
+    ("expand", ([2, 3, 4],), A, [A, A], (0, 4, 1)),
+    ("expand", (Spread((2, -1, 4)),), A, [A, A], (0, 4, 1)),
+    ("expand", ((-1, 4),), A[:, :1], [[0] * 4, [4] * 4, [8] * 4], (1, 0)),
+    ("expand", ([2, -1, 4],), A[:, :1], [[[0] * 4, [4] * 4, [8] * 4]] * 2, (0, 1, 0)),
 ]
 
 
