@@ -145,9 +145,9 @@ def spelling_classes() -> tuple[Class, ...]:
 
 
 def passed(args: tuple) -> tuple:
-    """The positional arguments of a call, without those left at their default
-    (which come last: `x.squeeze()`)."""
-    return tuple(a for a in args if a is not LEFT_OUT)
+    """The positional arguments of a call: those left at their default dropped
+    (they come last: `x.squeeze()`), a Spread's items one by one (`x.view(2, 3)`)."""
+    return tuple(v for a in args if a is not LEFT_OUT for v in spread(a))
 
 
 # holds(value, operand, all the op's arguments): whether value falls in the class

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
-from .argspace import LEFT_OUT, Default, Operand, arguments, spread
+from .argspace import LEFT_OUT, Default, Operand, arguments, passed
 from .view_args import SPACES
 from .view_draws import pieces
 
@@ -72,10 +72,6 @@ def _squeeze_np(a: np.ndarray, d: int | tuple | Default) -> np.ndarray:
     """squeeze(dim), squeeze(dims) or squeeze() (LEFT_OUT) of an array of rank >= 1."""
     named = range(a.ndim) if d is LEFT_OUT else (d,) if isinstance(d, int) else d
     return np.squeeze(a, axis=tuple(k for k in named if a.shape[k] == 1))
-
-
-def _squeeze(t, a: tuple):
-    return t.squeeze() if a[0] is LEFT_OUT else t.squeeze(a[0])
 
 
 def _has_sized(shape: Shape, contiguous: bool) -> bool:
@@ -293,7 +289,7 @@ VIEW_OPS: tuple[ViewOp, ...] = (
         "x.permute({0})",
         lambda s, c: len(s) >= 1,
         _declared("permute"),
-        lambda t, a: t.permute(*spread(a[0])),
+        lambda t, a: t.permute(*passed(a)),
         lambda x, a: np.transpose(x, tuple(a[0])),
     ),
     ViewOp(
@@ -328,7 +324,7 @@ VIEW_OPS: tuple[ViewOp, ...] = (
         "x.squeeze({0})",
         lambda s, c: len(s) >= 1,
         _declared("squeeze"),
-        _squeeze,
+        lambda t, a: t.squeeze(*passed(a)),
         lambda x, a: _squeeze_np(x, a[0]),
     ),
     ViewOp(
@@ -349,14 +345,14 @@ VIEW_OPS: tuple[ViewOp, ...] = (
         "x.view({0})",
         lambda s, c: c,
         _declared("view"),
-        lambda t, a: t.view(*spread(a[0])),
+        lambda t, a: t.view(*passed(a)),
         lambda x, a: x.reshape(tuple(a[0])),
     ),
     ViewOp(  # of a contiguous tensor, a view
         "x.reshape({0})",
         lambda s, c: c,
         _declared("reshape"),
-        lambda t, a: t.reshape(*spread(a[0])),
+        lambda t, a: t.reshape(*passed(a)),
         lambda x, a: x.reshape(tuple(a[0])),
     ),
     ViewOp(
@@ -370,7 +366,7 @@ VIEW_OPS: tuple[ViewOp, ...] = (
         "x.expand({0})",
         _any,
         _declared("expand"),
-        lambda t, a: t.expand(*spread(a[0])),
+        lambda t, a: t.expand(*passed(a)),
         lambda x, a: np.broadcast_to(x, _kept(tuple(a[0]), x.shape)),
         overlapping=True,
     ),
