@@ -105,7 +105,9 @@ def _undefined(
     if isinstance(node, Accumulator):
         if node.leaf.grad_fn() is not None:
             # a leaf moved into the graph interior: 2.0.1 and 2.4.1 pass the undefined
-            # gradient by, 2.13.0 and 2.14.1 raise as for a defined one (measured)
+            # gradient by, 2.13.0 and 2.14.1 raise as for a defined one (measured; the
+            # older AccumulateGrad::apply returned on an undefined gradient before its
+            # grad_fn check). The documentation says nothing of either: both hold
             notes.may_raise = notes.may_raise or ErrorKind.LEAF_MOVED
         return None
     zeros = np.zeros(node.out[0], compute_dtype(node.out[1])) if node.out else None
