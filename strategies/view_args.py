@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from . import view_draws as draws
 from .argspace import LEFT_OUT, Arg, ArgSpace, Class, Operand, Undefined, spelling_classes
-from .view_draws import cuts, pieces
+from .view_draws import cuts, kept_sizes, pieces
 
 Shape = tuple[int, ...]
 
@@ -117,12 +117,6 @@ def _decrease(v: object, n: int) -> bool:
     return any(b < a for a, b in zip(at, at[1:], strict=False))
 
 
-def _expanded(v: tuple, x: Operand) -> Shape:
-    """expand's sizes with each -1 given the size of the operand's dim it keeps."""
-    lead = len(v) - len(x.shape)
-    return tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(v))
-
-
 def _diagonal_size(x: Operand, p: tuple) -> int:
     off, d1, d2 = p
     a, b = x.shape[d1], x.shape[d2]
@@ -185,9 +179,9 @@ _SPACES: dict[str, ArgSpace] = {
                 Class("a new leading dim", lambda v, x, p: len(v) > len(x.shape)),
                 Class(
                     "grows a size-1 dim",
-                    lambda v, x, p: _expanded(v, x)[len(v) - len(x.shape) :] != x.shape,
+                    lambda v, x, p: kept_sizes(v, x.shape)[len(v) - len(x.shape) :] != x.shape,
                 ),
-                Class("the same shape", lambda v, x, p: _expanded(v, x) == x.shape),
+                Class("the same shape", lambda v, x, p: kept_sizes(v, x.shape) == x.shape),
                 Class("a dim kept (-1)", lambda v, x, p: -1 in v),
             ),
         ),

@@ -8,6 +8,7 @@ seed draws (tools/fingerprint.py).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import cache
 
 from .argspace import LEFT_OUT, Choose, Operand, Pick, spellings
@@ -44,6 +45,12 @@ def pieces(n: int, how: str, arg: int | list[int]) -> list[int]:
         bounds = [0, *cuts(n, arg), n]
         return [max(b - a, 0) for a, b in zip(bounds, bounds[1:], strict=False)]
     return [n // arg + (i < n % arg) for i in range(arg)]  # tensor_split
+
+
+def kept_sizes(sizes: Sequence[int], shape: Shape) -> Shape:
+    """expand's sizes with each -1 the size of the dim of `shape` it keeps."""
+    lead = len(sizes) - len(shape)
+    return tuple(shape[i - lead] if n == -1 else n for i, n in enumerate(sizes))
 
 
 def cuts(n: int, indices: list[int]) -> list[int]:

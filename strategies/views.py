@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from .argspace import LEFT_OUT, Default, Operand, arguments, passed
 from .view_args import SPACES
-from .view_draws import pieces
+from .view_draws import kept_sizes, pieces
 
 Shape = tuple[int, ...]
 
@@ -132,12 +132,6 @@ def _tensor_split_piece(x: np.ndarray, a: tuple) -> np.ndarray:
     bounds = [None, *arg, None]
     k %= len(bounds) - 1
     return x[_along(d, x.ndim, slice(bounds[k], bounds[k + 1]))]
-
-
-def _kept(sizes: tuple, shape: Shape) -> Shape:
-    """expand's sizes with each -1 the size of the dim of `shape` it keeps."""
-    lead = len(sizes) - len(shape)
-    return tuple(shape[i - lead] if n == -1 else n for i, n in enumerate(sizes))
 
 
 SURFACE_VIEW_OPS: tuple[ViewOp, ...] = (
@@ -367,7 +361,7 @@ VIEW_OPS: tuple[ViewOp, ...] = (
         _any,
         _declared("expand"),
         lambda t, a: t.expand(*passed(a)),
-        lambda x, a: np.broadcast_to(x, _kept(tuple(a[0]), x.shape)),
+        lambda x, a: np.broadcast_to(x, kept_sizes(a[0], x.shape)),
         overlapping=True,
     ),
     ViewOp("x[None]", _any, lambda s: st.just(()), lambda t, a: t[None], lambda x, a: x[None]),

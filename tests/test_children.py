@@ -119,23 +119,33 @@ def test_a_worker_that_dies_takes_its_sweep_child_with_it():
         _end(processes + _descendants(run.pid))
 
 
+def _parent(folder: Path, body: str) -> tuple[subprocess.Popen, tuple[int, ...]]:
+    """A Python process that runs `body` (this checkout importable; it prints
+    the pids of what it started on one line), then waits: the process, and
+    those pids. (The wait is for the script run as __main__ alone: a
+    multiprocessing child imports the script too.)"""
+    script = folder / "parent.py"
+    script.write_text(
+        f"import sys, time\nsys.path.insert(0, {str(ROOT)!r})\n{body}"
+        "if __name__ == '__main__':\n    time.sleep(120)\n"
+    )
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    return parent, tuple(int(n) for n in parent.stdout.readline().split())
+
+
 def test_a_child_dies_with_its_parent_even_when_its_pipe_stays_open(tmp_path):
     """A parent killed outright runs no cleanup of its own; the kernel ends
     the child (busy, or waiting on a pipe another process keeps open)."""
-    script = tmp_path / "parent.py"
-    script.write_text(
-        "import os, subprocess, sys, time\n"
-        f"sys.path.insert(0, {str(ROOT)!r})\n"
+    parent, (child, holder) = _parent(
+        tmp_path,
+        "import os, subprocess\n"
         "from conformance import children\n"
         "read, write = os.pipe()\n"
         "holder = subprocess.Popen(['sleep', '120'], pass_fds=(write,))\n"
         "child = subprocess.Popen(children.command('conformance.schema.isolated', module=True),\n"
         "                         stdin=read, env=dict(os.environ, PYTHONPATH=sys.path[0]))\n"
-        "print(child.pid, holder.pid, flush=True)\n"
-        "time.sleep(120)\n"
+        "print(child.pid, holder.pid, flush=True)\n",
     )
-    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
-    child, holder = (int(n) for n in parent.stdout.readline().split())
     try:
         time.sleep(3)  # the child has set its death signal and waits for its job
         assert _alive(child)
@@ -158,21 +168,16 @@ def test_a_killed_worker_takes_its_fork_server_and_program_child_with_it(tmp_pat
     """A flagged differential program runs in a child of multiprocessing's
     fork server (conformance/differential/isolation.py): a worker killed
     outright leaves neither behind."""
-    script = tmp_path / "worker.py"
-    script.write_text(
-        "import os, sys, time\n"
-        f"sys.path.insert(0, {str(ROOT)!r})\n"
+    worker, (child, server) = _parent(
+        tmp_path,
         "from multiprocessing import forkserver\n"
         "from conformance.differential import isolation\n"
         "from tests import test_children\n"
         "if __name__ == '__main__':\n"
         "    child = isolation._context().Process(target=test_children.waits_as_a_program_child)\n"
         "    child.start()\n"
-        "    print(child.pid, forkserver._forkserver._forkserver_pid, flush=True)\n"
-        "    time.sleep(120)\n"
+        "    print(child.pid, forkserver._forkserver._forkserver_pid, flush=True)\n",
     )
-    worker = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
-    child, server = (int(n) for n in worker.stdout.readline().split())
     try:
         assert _wait_for(lambda: _stat(child) is not None and _stat(child)[1] == server, 10)
         time.sleep(1)  # the child has set its death signal
